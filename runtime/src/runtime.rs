@@ -1,0 +1,313 @@
+//! `Runtime`, its `Builder` and `Handle`: start-up, `block_on`, spawning, stats, shutdown.
+
+use crate::park::{block_on_local, ThreadParker};
+use crate::sched::context::{enter, with_current, Context};
+use crate::sched::stats::RuntimeStats;
+use crate::sched::{Refused, Shared};
+use crate::task::JoinHandle;
+use crate::trace::Tracer;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Why a runtime could not be built.
+#[derive(Debug)]
+pub enum BuildError {
+    /// `procs` was zero (from the builder or `GMPRT_MAXPROCS`).
+    ZeroProcs {
+        /// Where the zero came from.
+        source: &'static str,
+    },
+    /// `GMPRT_MAXPROCS` or `GMPRT_SCHEDTRACE` was not a number.
+    BadEnv {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+    },
+    /// An M thread could not be started.
+    Thread(std::io::Error),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::ZeroProcs { source } => {
+                write!(f, "procs must be at least 1 (got 0 from {source}); like GOMAXPROCS, it counts the Ps that run tasks")
+            }
+            BuildError::BadEnv { var, value } => write!(f, "{var}={value:?} is not a whole number"),
+            BuildError::Thread(e) => write!(f, "could not start a worker thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// Why a spawn was refused (see [`try_spawn`](crate::try_spawn)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpawnError {
+    /// Not inside a gmprt runtime (no task, no `block_on` on this thread).
+    NoRuntime,
+    /// The runtime is shutting down or shut down. The future was dropped.
+    Shutdown,
+}
+
+impl fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpawnError::NoRuntime => f.write_str(
+                "not inside a gmprt runtime: call spawn from a task or from Runtime::block_on, or use Runtime::spawn / Handle::spawn",
+            ),
+            SpawnError::Shutdown => f.write_str("the gmprt runtime has shut down; the task was not started"),
+        }
+    }
+}
+
+impl std::error::Error for SpawnError {}
+
+/// Configures and starts a [`Runtime`].
+///
+/// ```
+/// let rt = gmprt_runtime::Runtime::builder().procs(2).thread_name("worker").build().unwrap();
+/// assert_eq!(rt.block_on(async { 40 + 2 }), 42);
+/// ```
+#[derive(Default)]
+pub struct Builder {
+    procs: Option<usize>,
+    thread_name: Option<String>,
+    stack_size: Option<usize>,
+    schedtrace: Option<Duration>,
+    tracer: Option<Arc<dyn Tracer>>,
+}
+
+impl fmt::Debug for Builder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("procs", &self.procs)
+            .field("thread_name", &self.thread_name)
+            .field("schedtrace", &self.schedtrace)
+            .field("tracer", &self.tracer.is_some())
+            .finish()
+    }
+}
+
+impl Builder {
+    /// A builder with defaults: procs from `GMPRT_MAXPROCS`, else the available parallelism.
+    pub fn new() -> Self {
+        Builder::default()
+    }
+
+    /// Number of Ps (GOMAXPROCS). Overrides `GMPRT_MAXPROCS`. Zero is an error at `build`.
+    pub fn procs(mut self, n: usize) -> Self {
+        self.procs = Some(n);
+        self
+    }
+
+    /// Name prefix of M threads (default `gmprt-m`); each gets `-<m id>` appended.
+    pub fn thread_name(mut self, name: impl Into<String>) -> Self {
+        self.thread_name = Some(name.into());
+        self
+    }
+
+    /// Stack size of M threads (default: std's).
+    pub fn thread_stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Prints Go's schedtrace line to stderr every `every` (overrides `GMPRT_SCHEDTRACE`).
+    pub fn schedtrace(mut self, every: Duration) -> Self {
+        self.schedtrace = Some(every);
+        self
+    }
+
+    /// Attaches a tracer that receives every scheduler event.
+    pub fn tracer(mut self, t: Arc<dyn Tracer>) -> Self {
+        self.tracer = Some(t);
+        self
+    }
+
+    fn env_usize(var: &'static str) -> Result<Option<usize>, BuildError> {
+        match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => {
+                v.trim().parse().map(Some).map_err(|_| BuildError::BadEnv { var, value: v })
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Starts the runtime: `procs` Ps and `procs` M threads (which park until there is work).
+    pub fn build(self) -> Result<Runtime, BuildError> {
+        let procs = match self.procs {
+            Some(0) => return Err(BuildError::ZeroProcs { source: "Builder::procs" }),
+            Some(n) => n,
+            None => match Self::env_usize("GMPRT_MAXPROCS")? {
+                Some(0) => return Err(BuildError::ZeroProcs { source: "GMPRT_MAXPROCS" }),
+                Some(n) => n,
+                None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            },
+        };
+        let schedtrace = match self.schedtrace {
+            Some(d) => Some(d),
+            None => Self::env_usize("GMPRT_SCHEDTRACE")?
+                .filter(|&ms| ms > 0)
+                .map(|ms| Duration::from_millis(ms as u64)),
+        };
+        let name = self.thread_name.unwrap_or_else(|| "gmprt-m".to_string());
+        let (shared, ps) = Shared::new(procs, name, self.stack_size, self.tracer);
+        let shared = Arc::new(shared);
+        {
+            let mut s = shared.sched.lock();
+            for p in ps {
+                shared.pidleput(&mut s, p);
+            }
+        }
+        let rt = Runtime { shared: shared.clone(), monitor: None };
+        // Start the Ms up front so thread-creation failures surface here; they park at once.
+        {
+            let mut s = shared.sched.lock();
+            for _ in 0..procs {
+                shared.newm(&mut s, None, false).map_err(BuildError::Thread)?;
+            }
+        }
+        #[allow(unused_mut)]
+        let mut rt = rt;
+        #[cfg(loom)]
+        let _ = schedtrace;
+        #[cfg(not(loom))]
+        if let Some(every) = schedtrace {
+            rt.monitor = Some(crate::schedtrace::start(shared, every).map_err(BuildError::Thread)?);
+        }
+        Ok(rt)
+    }
+}
+
+/// A G/M/P runtime: `procs` Ps, M threads that run tasks while holding a P, and a global queue.
+/// Dropping it shuts it down: Ms stop, unfinished futures are dropped exactly once, threads
+/// are joined.
+pub struct Runtime {
+    shared: Arc<Shared>,
+    monitor: Option<std::thread::JoinHandle<()>>,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime").field("procs", &self.shared.procs()).finish()
+    }
+}
+
+impl Runtime {
+    /// A runtime with default settings (see [`Builder::new`]). Panics with the reason if it
+    /// cannot start (e.g. `GMPRT_MAXPROCS=0`); use [`Runtime::builder`] to handle that.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Runtime {
+        Builder::new().build().unwrap_or_else(|e| panic!("gmprt: cannot start the runtime: {e}"))
+    }
+
+    /// A [`Builder`].
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    /// Number of Ps.
+    pub fn procs(&self) -> usize {
+        self.shared.procs()
+    }
+
+    /// A cloneable handle for spawning from other threads.
+    pub fn handle(&self) -> Handle {
+        Handle { shared: self.shared.clone() }
+    }
+
+    /// Spawns a task (from outside the runtime it goes to the global queue).
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.handle().spawn(future)
+    }
+
+    /// Runs `future` to completion on the calling thread (which is not an M: it holds no P)
+    /// while the Ms run spawned tasks. `gmprt::spawn` works inside it.
+    ///
+    /// Panics if called from inside a task of any gmprt runtime: that would block an M.
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        assert_not_on_m("Runtime::block_on");
+        let cx = Context::new(self.shared.clone(), usize::MAX);
+        let _g = enter(&cx);
+        block_on_local(future, ThreadParker::current_waker())
+    }
+
+    /// A snapshot of the scheduler's counters.
+    pub fn stats(&self) -> RuntimeStats {
+        self.shared.stats()
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        assert_not_on_m("dropping a Runtime");
+        self.shared.shutdown();
+        if let Some(m) = self.monitor.take() {
+            let _ = m.join();
+        }
+    }
+}
+
+/// Panics if the current thread is an M (it holds a P context with an M id).
+pub(crate) fn assert_not_on_m(what: &str) {
+    let on_m = with_current(|cx| cx.is_some_and(|cx| cx.mid != usize::MAX));
+    assert!(
+        !on_m,
+        "{what} was called from inside a gmprt task; it would block an M. Use `.await` inside tasks \
+         (or run the blocking work on a plain thread)"
+    );
+}
+
+/// A cloneable reference to a runtime, for spawning from any thread. It does not keep the
+/// runtime running: after the `Runtime` is dropped, spawns are refused.
+#[derive(Clone)]
+pub struct Handle {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle").field("procs", &self.shared.procs()).finish()
+    }
+}
+
+impl Handle {
+    /// The handle of the runtime this thread is in (a task or `block_on`), if any.
+    pub fn try_current() -> Option<Handle> {
+        with_current(|cx| cx.map(|cx| Handle { shared: cx.shared.clone() }))
+    }
+
+    /// Spawns a task. After shutdown the task is not run: its handle yields
+    /// `Err(JoinError::Cancelled)` (use [`Handle::try_spawn`] to be told instead).
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match self.shared.spawn(future) {
+            Ok(h) | Err((_, h)) => h,
+        }
+    }
+
+    /// Spawns a task, or says why it could not.
+    pub fn try_spawn<F>(&self, future: F) -> Result<JoinHandle<F::Output>, SpawnError>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.shared.spawn(future).map_err(|(Refused::Shutdown, _)| SpawnError::Shutdown)
+    }
+
+    /// A snapshot of the scheduler's counters.
+    pub fn stats(&self) -> RuntimeStats {
+        self.shared.stats()
+    }
+}

@@ -1,0 +1,69 @@
+//! The thread-local "where am I" of the runtime.
+//!
+//! An M thread sets it to its [`Context`] for its whole life; `Runtime::block_on` sets one
+//! without a P for the duration of the call, so `gmprt::spawn` works there too. `spawn` and
+//! wakes read it to put tasks on the current P (`runnext`) instead of the global queue.
+
+use super::processor::Processor;
+use super::Shared;
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+
+/// Per-thread runtime context.
+pub(crate) struct Context {
+    pub(crate) shared: Arc<Shared>,
+    /// The P this M holds; `None` on `block_on` threads and on Ms between Ps. Borrowed only
+    /// briefly (never across a poll), so a task's `spawn` can borrow it again.
+    pub(crate) p: RefCell<Option<Box<Processor>>>,
+    /// The held P's index (`usize::MAX` when none), readable without borrowing `p`.
+    pub(crate) pid: Cell<usize>,
+    /// M id, for traces (`usize::MAX` on non-M threads).
+    pub(crate) mid: usize,
+}
+
+impl Context {
+    pub(crate) fn new(shared: Arc<Shared>, mid: usize) -> Self {
+        Context { shared, p: RefCell::new(None), pid: Cell::new(usize::MAX), mid }
+    }
+
+    /// Installs (or removes) the held P.
+    pub(crate) fn set_p(&self, p: Option<Box<Processor>>) {
+        self.pid.set(p.as_ref().map_or(usize::MAX, |p| p.id));
+        *self.p.borrow_mut() = p;
+    }
+
+    pub(crate) fn take_p(&self) -> Option<Box<Processor>> {
+        self.pid.set(usize::MAX);
+        self.p.borrow_mut().take()
+    }
+}
+
+crate::loom::thread_local! {
+    static CURRENT: Cell<*const Context> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Runs `f` with the current thread's context, if any.
+#[inline]
+pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Context>) -> R) -> R {
+    CURRENT.with(|c| {
+        let p = c.get();
+        // SAFETY: the pointer is set only by `enter`, whose guard clears it before the
+        // context is dropped; it is only read on the thread that set it.
+        f(if p.is_null() { None } else { Some(unsafe { &*p }) })
+    })
+}
+
+/// Restores the previous context when dropped.
+pub(crate) struct EnterGuard(*const Context);
+
+/// Makes `cx` the current context until the guard drops. `cx` must outlive the guard.
+pub(crate) fn enter(cx: &Context) -> EnterGuard {
+    let prev = CURRENT.with(|c| c.replace(cx as *const Context));
+    EnterGuard(prev)
+}
+
+impl Drop for EnterGuard {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(self.0));
+    }
+}

@@ -1,0 +1,211 @@
+//! M parking and unparking: `wakep`, `startm`, `stopm`, the idle-P list.
+//!
+//! # The problem
+//! An M with nothing to run should sleep (burning a core on an empty queue is waste), but a task
+//! made runnable must never sit in a queue while every M sleeps (a *lost wakeup*). And waking
+//! an M for every spawn is too slow: an unpark costs a futex call and a context switch.
+//!
+//! # The protocol (Go's "Worker thread parking/unparking", proc.go)
+//! State: `npidle` (idle Ps), `nmspinning` (Ms that hold a P and are looking for work but have
+//! found none yet), both `SeqCst` atomics, plus the idle-P and idle-M lists under `sched` (Go's
+//! `sched.lock`). An M runs tasks only while it holds a P.
+//!
+//! 1. **Submitter.** Whoever makes a task runnable in a place other Ms can take it from (a
+//!    local queue push, a displaced `runnext`, the global queue) then calls [`Shared::wakep`]:
+//!    `fence(SeqCst)`; if `npidle == 0` (every P busy; they will find it) or
+//!    `nmspinning != 0` (a spinner will find it) return; otherwise CAS `nmspinning` 0 → 1, take
+//!    an idle P and hand it to an idle M (or a new thread) as a *spinning* M. A task put in an
+//!    empty `runnext` slot wakes nobody: the current M runs it as soon as the current poll
+//!    returns.
+//! 2. **Spinner.** A spinning M that finds work stops spinning (`nmspinning -= 1`) and, as Go's
+//!    `resetspinning`, calls `wakep` itself: there may be more work, and it was the one that was
+//!    supposed to find it. At most `busy Ps / 2` Ms spin at once.
+//! 3. **M going idle** (found nothing): under `sched`, recheck the global queue, then put its P
+//!    on the idle list (`npidle += 1`); then stop spinning (`nmspinning -= 1` if it was);
+//!    `fence(SeqCst)`; then **recheck every P's queue, runnext and the global queue**. If it
+//!    sees work and can take an idle P, it continues looking (spinning again if it was);
+//!    otherwise it parks (`stopm`) until `startm` hands it a P.
+//! 4. **`wakep` that finds no idle P** undoes its `nmspinning` increment, `fence(SeqCst)`s and
+//!    rechecks the queues and `npidle`; if both show something it tries again.
+//!
+//! # Why no wakeup is lost (proof sketch, in the form of rayon-core's sleep README)
+//! Take a task T pushed at time W by a submitter that then runs `wakep`. Suppose, for a
+//! contradiction, that afterwards every M sleeps while T stays queued.
+//!
+//! * The submitter's `wakep` fence F_s and the fence F_m of any M that went idle (step 3) are
+//!   both in the single total order of `SeqCst` operations. This is the store-buffering
+//!   pattern: (push T; F_s; read `npidle`/`nmspinning`) against (`npidle += 1`,
+//!   `nmspinning -= 1`; F_m; read queues). Either F_m comes after F_s, and that M's recheck sees
+//!   T — it then takes an idle P and keeps looking, or fails to get one because another M took
+//!   the P, and *that* M will look; or F_s comes after F_m, and the submitter sees that M's
+//!   increments of `npidle` and its decrement of `nmspinning`.
+//! * So the submitter saw `npidle > 0` (else some P was busy at F_s and its M will run through
+//!   `findRunnable`, which scans the local and global queues, before it could go idle — and
+//!   going idle it rechecks). If it saw `nmspinning == 0` it started a spinner, which looks
+//!   (and step 3 applies to it in turn). If its CAS found no idle P, step 4's recheck is the
+//!   same store-buffering argument against the M that took the P.
+//! * If it saw `nmspinning > 0`, some spinner S existed after W. S either finds work — then
+//!   by step 2 it calls `wakep`, whose fence comes after W, and the argument repeats with a
+//!   later fence — or goes idle through step 3, whose recheck comes after S's spin began …
+//!   and after W in the fence order, so it sees T.
+//!
+//! Each repetition happens strictly later in the fence order and involves an M that is
+//! awake at that point, so "every M sleeps while T is queued" cannot be reached. The loom model
+//! `tests/loom_park.rs` checks the smallest instance: one P, one M going to sleep, one spawn
+//! from outside racing it.
+
+use super::processor::Processor;
+use super::Shared;
+use crate::loom::sync::atomic::{fence, Ordering::SeqCst};
+use crate::loom::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
+
+/// State under `Shared::sched` (Go's `sched.lock`).
+pub(crate) struct Sched {
+    /// Idle Ps (Go's `sched.pidle`). Boxed: a P is handed between Ms by pointer.
+    #[allow(clippy::vec_box)]
+    pub(crate) pidle: Vec<Box<Processor>>,
+    /// Parked Ms (Go's `sched.midle`).
+    pub(crate) midle: Vec<Arc<MPark>>,
+    /// OS threads of Ms, joined at shutdown.
+    pub(crate) threads: Vec<crate::loom::thread::JoinHandle<()>>,
+    /// Ms ever started (ids).
+    pub(crate) mnext: usize,
+}
+
+/// What a parked M waits for: a P to run with, or shutdown.
+#[derive(Default)]
+pub(crate) struct MSlot {
+    pub(crate) p: Option<Box<Processor>>,
+    pub(crate) spinning: bool,
+    pub(crate) shutdown: bool,
+}
+
+/// The parking spot of one M (Go's `m.park` note).
+#[derive(Default)]
+pub(crate) struct MPark {
+    pub(crate) slot: Mutex<MSlot>,
+    pub(crate) cv: Condvar,
+}
+
+impl Shared {
+    /// Go's `pidleput`. Must hold `sched`.
+    pub(crate) fn pidleput(&self, s: &mut MutexGuard<'_, Sched>, p: Box<Processor>) {
+        s.pidle.push(p);
+        self.npidle.fetch_add(1, SeqCst);
+    }
+
+    /// Go's `pidleget`. Must hold `sched`.
+    pub(crate) fn pidleget(&self, s: &mut MutexGuard<'_, Sched>) -> Option<Box<Processor>> {
+        let p = s.pidle.pop()?;
+        self.npidle.fetch_sub(1, SeqCst);
+        Some(p)
+    }
+
+    /// Go's `wakep`: after making stealable work, start a spinning M if there is an idle P and
+    /// no spinner. Any thread may call it. See the module doc, steps 1 and 4.
+    pub(crate) fn wakep(&self) {
+        loop {
+            // Pairs with the fence in the idle path (step 3) and in our own retry below.
+            fence(SeqCst);
+            if self.npidle.load(SeqCst) == 0 || self.nmspinning.load(SeqCst) != 0 {
+                return;
+            }
+            if self.nmspinning.compare_exchange(0, 1, SeqCst, SeqCst).is_err() {
+                return;
+            }
+            let p = {
+                let mut s = self.sched.lock();
+                self.pidleget(&mut s)
+            };
+            match p {
+                Some(p) => return self.startm(p, true),
+                None => {
+                    // Step 4: a concurrent submitter may have relied on our transient spinner.
+                    self.nmspinning.fetch_sub(1, SeqCst);
+                    fence(SeqCst);
+                    if self.npidle.load(SeqCst) == 0 || !self.any_work_visible() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Go's `startm`: run `p` on an idle M, or on a new thread if none is idle. With
+    /// `spinning`, the caller already counted the M in `nmspinning`.
+    pub(crate) fn startm(&self, p: Box<Processor>, spinning: bool) {
+        let mut s = self.sched.lock();
+        if self.is_shutdown() {
+            self.pidleput(&mut s, p);
+            if spinning {
+                self.nmspinning.fetch_sub(1, SeqCst);
+            }
+            return;
+        }
+        if let Some(m) = s.midle.pop() {
+            self.nmidle.fetch_sub(1, SeqCst);
+            drop(s);
+            let mut slot = m.slot.lock();
+            debug_assert!(slot.p.is_none());
+            slot.p = Some(p);
+            slot.spinning = spinning;
+            m.cv.notify_one();
+            drop(slot);
+            self.external_stats.unparks.bump();
+            self.trace_unpark();
+            return;
+        }
+        // No idle M: start one (Go's `newm`). Spawning under the lock keeps shutdown's
+        // "join every thread" loop exact.
+        if let Err(e) = self.newm(&mut s, Some(p), spinning) {
+            // Keep the P usable; the work it was meant for stays queued for other Ms.
+            eprintln!("gmprt: could not start a worker thread ({e}); continuing with fewer Ms");
+        }
+    }
+
+    /// Go's `stopm`: park this M until `startm` hands it a P (`Some((p, spinning))`) or the
+    /// runtime shuts down (`None`). The M must hold no P.
+    pub(crate) fn stopm(&self, park: &Arc<MPark>) -> Option<(Box<Processor>, bool)> {
+        {
+            let mut s = self.sched.lock();
+            // Checked under the lock: shutdown sets the flag, then takes the lock to wake midle.
+            if self.is_shutdown() {
+                return None;
+            }
+            s.midle.push(park.clone());
+            self.nmidle.fetch_add(1, SeqCst);
+        }
+        self.external_stats.parks.bump();
+        self.trace_park();
+        let mut slot = park.slot.lock();
+        loop {
+            if let Some(p) = slot.p.take() {
+                return Some((p, std::mem::take(&mut slot.spinning)));
+            }
+            if slot.shutdown {
+                return None;
+            }
+            park.cv.wait(&mut slot);
+        }
+    }
+
+    /// Wakes every parked M for shutdown. Called after the shutdown flag is set.
+    pub(crate) fn wake_all_for_shutdown(&self) {
+        let ms: Vec<_> = {
+            let mut s = self.sched.lock();
+            self.nmidle.store(0, SeqCst);
+            std::mem::take(&mut s.midle)
+        };
+        for m in ms {
+            let mut slot = m.slot.lock();
+            slot.shutdown = true;
+            m.cv.notify_one();
+        }
+    }
+
+    /// True if any queue (global, any P's local queue or runnext) holds a task.
+    pub(crate) fn any_work_visible(&self) -> bool {
+        !self.injector.is_empty() || self.allp.iter().any(|p| p.has_work())
+    }
+}

@@ -1,0 +1,394 @@
+//! The scheduler: Go's G/M/P in Rust.
+//!
+//! | Go (`proc.go`)            | here                                           |
+//! |---------------------------|------------------------------------------------|
+//! | `schedt` (`sched`)        | [`Shared`]                                     |
+//! | `p`, `allp`               | `processor::Processor` + `processor::PShared`  |
+//! | `m`, `mstart`, `schedule` | `worker::m_main`                               |
+//! | `findRunnable`            | `worker::find_runnable`                        |
+//! | `runqput/runqget/runqsteal` | `Processor::{runqput, runqget, steal_work}`  |
+//! | `globrunqget`, `sched.runq` | `Processor::globrunqget`, `Shared::injector` |
+//! | `wakep/startm/stopm`      | `idle.rs`                                      |
+//! | `pidleput/pidleget`       | `idle.rs`                                      |
+//! | `ready`, `newproc`        | [`Shared::schedule`], [`Shared::spawn`]        |
+//!
+//! Files: `processor.rs` (P, run queues, stealing), `queue.rs` (crossbeam / loom queues),
+//! `idle.rs` (the park/unpark protocol and its proof sketch), `worker.rs` (the M loop),
+//! `context.rs` (thread-local current M/P), `stats.rs` (counters).
+
+pub(crate) mod context;
+pub(crate) mod idle;
+pub(crate) mod processor;
+pub(crate) mod queue;
+pub(crate) mod stats;
+pub(crate) mod worker;
+
+use self::context::with_current;
+use self::idle::Sched;
+use self::processor::{PShared, Processor, RandomOrder};
+use self::queue::{Injector, Steal};
+use self::stats::{PStats, RuntimeStats};
+use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use crate::loom::sync::{Condvar, Mutex};
+use crate::task::owned::OwnedTasks;
+use crate::task::{JoinHandle, Notified, TaskId};
+use crate::trace::{TraceEvent, Tracer};
+use crossbeam_utils::CachePadded;
+use std::future::Future;
+use std::sync::Arc;
+
+/// Everything the Ms of one runtime share (Go's `sched` plus `allp`).
+pub(crate) struct Shared {
+    /// Per-P shared halves, indexed by P id. Cache-padded: each is written by its own M.
+    pub(crate) allp: Box<[CachePadded<PShared>]>,
+    /// The global run queue.
+    pub(crate) injector: Injector<Notified>,
+    /// Idle Ps and Ms (Go's `sched.lock` and what it protects).
+    pub(crate) sched: Mutex<Sched>,
+    pub(crate) npidle: CachePadded<AtomicUsize>,
+    pub(crate) nmspinning: CachePadded<AtomicUsize>,
+    /// Parked Ms (for schedtrace's `idlethreads`).
+    pub(crate) nmidle: AtomicUsize,
+    /// Live M threads.
+    pub(crate) mcount: AtomicUsize,
+    shutdown: AtomicBool,
+    /// Next task id (Ps take batches of 16).
+    pub(crate) idgen: AtomicU64,
+    /// Tasks that have parked at least once and not yet completed.
+    pub(crate) owned: OwnedTasks,
+    /// Counters of events that happen off any P.
+    pub(crate) external_stats: CachePadded<PStats>,
+    /// Victim order for stealing.
+    pub(crate) order: RandomOrder,
+    pub(crate) tracer: Option<Arc<dyn Tracer>>,
+    pub(crate) thread_name: String,
+    pub(crate) stack_size: Option<usize>,
+    /// Wakes the monitor thread at shutdown.
+    pub(crate) monitor: (Mutex<bool>, Condvar),
+}
+
+/// The result of `Shared::spawn`: a handle, or the refusal with a handle already cancelled.
+pub(crate) type SpawnResult<T> = Result<JoinHandle<T>, (Refused, JoinHandle<T>)>;
+
+/// Where a spawn could not go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    Shutdown,
+}
+
+impl Shared {
+    #[allow(clippy::vec_box)] // Ps are boxed: they move between Ms by pointer.
+    pub(crate) fn new(
+        procs: usize,
+        thread_name: String,
+        stack_size: Option<usize>,
+        tracer: Option<Arc<dyn Tracer>>,
+    ) -> (Shared, Vec<Box<Processor>>) {
+        let mut ps = Vec::with_capacity(procs);
+        let mut allp = Vec::with_capacity(procs);
+        for id in 0..procs {
+            let (p, s) = Processor::new(id);
+            ps.push(Box::new(p));
+            allp.push(CachePadded::new(s));
+        }
+        let shared = Shared {
+            allp: allp.into_boxed_slice(),
+            injector: Injector::new(),
+            sched: Mutex::new(Sched { pidle: Vec::new(), midle: Vec::new(), threads: Vec::new(), mnext: 0 }),
+            npidle: CachePadded::new(AtomicUsize::new(0)),
+            nmspinning: CachePadded::new(AtomicUsize::new(0)),
+            nmidle: AtomicUsize::new(0),
+            mcount: AtomicUsize::new(0),
+            shutdown: AtomicBool::new(false),
+            idgen: AtomicU64::new(1),
+            owned: OwnedTasks::new(procs),
+            external_stats: CachePadded::new(PStats::default()),
+            order: RandomOrder::new(procs),
+            tracer,
+            thread_name,
+            stack_size,
+            monitor: (Mutex::new(false), Condvar::new()),
+        };
+        (shared, ps)
+    }
+
+    /// Number of Ps (GOMAXPROCS).
+    #[inline]
+    pub(crate) fn procs(&self) -> usize {
+        self.allp.len()
+    }
+
+    #[inline]
+    pub(crate) fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Acquire)
+    }
+
+    /// Go's `newm`: starts an M thread (holding `p`, or parking at once when `None`).
+    /// Must hold `sched`.
+    pub(crate) fn newm(
+        self: &Shared,
+        s: &mut crate::loom::sync::MutexGuard<'_, Sched>,
+        p: Option<Box<Processor>>,
+        spinning: bool,
+    ) -> std::io::Result<()> {
+        let me = self.arc();
+        let mid = s.mnext;
+        let mut b = crate::loom::thread::Builder::new().name(format!("{}-{}", self.thread_name, mid));
+        if let Some(sz) = self.stack_size {
+            b = b.stack_size(sz);
+        }
+        // The P travels into the thread through a slot so that a spawn failure gives it back.
+        let slot = std::sync::Arc::new(std::sync::Mutex::new(Some((p, spinning))));
+        let slot2 = slot.clone();
+        match b.spawn(move || {
+            let (p, spinning) = slot2.lock().unwrap().take().unwrap();
+            me.mcount.fetch_add(1, SeqCst);
+            worker::m_main(me.clone(), mid, p, spinning);
+            me.mcount.fetch_sub(1, SeqCst);
+        }) {
+            Ok(h) => {
+                s.mnext += 1;
+                s.threads.push(h);
+                Ok(())
+            }
+            Err(e) => {
+                if let Some((Some(p), spinning)) = slot.lock().unwrap().take() {
+                    self.pidleput(s, p);
+                    if spinning {
+                        self.nmspinning.fetch_sub(1, SeqCst);
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// An `Arc` to ourselves. `Shared` only ever lives inside an `Arc` (built by `Runtime`).
+    fn arc(&self) -> Arc<Shared> {
+        // SAFETY: every `Shared` is created inside an `Arc` by `Runtime::build` and `&self`
+        // proves a strong count is held; incrementing and re-wrapping it is what Arc::clone does.
+        unsafe {
+            Arc::increment_strong_count(self as *const Shared);
+            Arc::from_raw(self as *const Shared)
+        }
+    }
+
+    /// Go's `newproc`: creates a task for `future` and queues it. From a task running on this
+    /// runtime it goes to the current P's `runnext` (inheriting the time slice); from anywhere
+    /// else to the global queue. After shutdown the task is cancelled at once (its handle
+    /// yields `Cancelled`) and `Err(Refused::Shutdown)` says so.
+    pub(crate) fn spawn<F>(self: &Arc<Self>, future: F) -> SpawnResult<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        if self.is_shutdown() {
+            let (task, raw) =
+                crate::task::core::allocate(future, TaskId(self.idgen.fetch_add(1, Relaxed)), self.clone());
+            self.external_stats.spawned.bump();
+            task.shutdown();
+            return Err((Refused::Shutdown, JoinHandle::new(raw)));
+        }
+        let handle = with_current(|cx| {
+            if let Some(cx) = cx.filter(|cx| std::ptr::eq(&*cx.shared, &**self)) {
+                if let Ok(mut guard) = cx.p.try_borrow_mut() {
+                    if let Some(p) = guard.as_mut() {
+                        let id = p.next_goid(self);
+                        let (task, raw) = crate::task::core::allocate(future, id, self.clone());
+                        self.allp[p.id].stats.spawned.bump();
+                        self.trace(|| TraceEvent::Spawn { task: id, p: Some(p.id) });
+                        let stealable = p.runqput(self, task, true);
+                        drop(guard);
+                        if stealable {
+                            self.wakep();
+                        }
+                        return Ok(JoinHandle::new(raw));
+                    }
+                }
+            }
+            Err(future)
+        });
+        match handle {
+            Ok(h) => Ok(h),
+            Err(future) => {
+                let id = TaskId(self.idgen.fetch_add(1, Relaxed));
+                let (task, raw) = crate::task::core::allocate(future, id, self.clone());
+                self.external_stats.spawned.bump();
+                self.trace(|| TraceEvent::Spawn { task: id, p: None });
+                self.inject(task);
+                Ok(JoinHandle::new(raw))
+            }
+        }
+    }
+
+    /// Go's `ready`: queues a woken task. On an M of this runtime holding a P it goes to that
+    /// P (`runnext`, or the queue tail when `is_yield`: a task that woke itself must let the
+    /// others run); elsewhere to the global queue.
+    pub(crate) fn schedule(&self, task: Notified, is_yield: bool) {
+        let task = with_current(|cx| {
+            if let Some(cx) = cx.filter(|cx| std::ptr::eq(&*cx.shared, self)) {
+                if let Ok(mut guard) = cx.p.try_borrow_mut() {
+                    if let Some(p) = guard.as_mut() {
+                        let stealable = p.runqput(self, task, !is_yield);
+                        drop(guard);
+                        if stealable {
+                            self.wakep();
+                        }
+                        return None;
+                    }
+                }
+            }
+            Some(task)
+        });
+        if let Some(task) = task {
+            self.inject(task);
+        }
+    }
+
+    /// Pushes onto the global queue and wakes an M. After shutdown the pusher drains the queue
+    /// itself (see `shutdown`), so a wake racing shutdown never strands a task.
+    pub(crate) fn inject(&self, task: Notified) {
+        self.injector.push(task);
+        // Pairs with the fence in `shutdown`: either we see the flag, or shutdown's drain sees
+        // our push. (wakep has its own fence for the idle protocol.)
+        fence(SeqCst);
+        if self.shutdown.load(SeqCst) {
+            self.drain_injector();
+            return;
+        }
+        self.wakep();
+    }
+
+    fn drain_injector(&self) {
+        loop {
+            match self.injector.steal() {
+                Steal::Success(t) => t.shutdown(),
+                Steal::Empty => break,
+                Steal::Retry => continue,
+            }
+        }
+    }
+
+    /// The calling thread's P stats, or the shared block off-P.
+    #[inline]
+    fn local_stats(&self) -> &PStats {
+        let pid = with_current(|cx| match cx {
+            Some(cx) if std::ptr::eq(&*cx.shared, self) => cx.pid.get(),
+            _ => usize::MAX,
+        });
+        match self.allp.get(pid) {
+            Some(p) => &p.stats,
+            None => &self.external_stats,
+        }
+    }
+
+    pub(crate) fn stats_completed(&self) {
+        self.local_stats().completed.bump();
+    }
+
+    pub(crate) fn stats_cancelled(&self) {
+        self.local_stats().cancelled.bump();
+    }
+
+    /// Builds a `RuntimeStats` snapshot.
+    pub(crate) fn stats(&self) -> RuntimeStats {
+        let mut st = RuntimeStats { procs: self.procs(), ..Default::default() };
+        for p in self.allp.iter() {
+            st.add(&p.stats);
+            st.local_queue_lens.push(p.queued());
+        }
+        st.add(&self.external_stats);
+        st.threads = self.mcount.load(Relaxed);
+        st.global_queue_len = self.injector.len();
+        st.parked_tasks = self.owned.len();
+        st
+    }
+
+    /// Shuts the scheduler down (Runtime's drop). The numbered protocol:
+    /// 1. set the flag, fence (pairs with `inject`), wake every parked M and the monitor;
+    /// 2. join every M thread (running polls finish first: futures are never preempted);
+    /// 3. drain every P's `runnext` and queue and the global queue, cancelling those tasks;
+    /// 4. close the owned-task list and cancel every parked task.
+    ///
+    /// After 2 no M polls anything, so 3 and 4 own every unfinished future; each is dropped
+    /// exactly once because cancelling goes through the state word (`transition_to_shutdown`).
+    pub(crate) fn shutdown(&self) {
+        if self.shutdown.swap(true, SeqCst) {
+            return;
+        }
+        fence(SeqCst);
+        self.wake_all_for_shutdown();
+        {
+            let (m, cv) = &self.monitor;
+            *m.lock() = true;
+            cv.notify_all();
+        }
+        let me = crate::loom::thread::current().id();
+        loop {
+            let hs = std::mem::take(&mut self.sched.lock().threads);
+            if hs.is_empty() {
+                break;
+            }
+            for h in hs {
+                if h.thread().id() == me {
+                    continue;
+                }
+                let _ = h.join();
+            }
+            // Ms that were between `stopm` checks may have parked after our wake-up round.
+            self.wake_all_for_shutdown();
+        }
+        let ps: Vec<Box<Processor>> = std::mem::take(&mut self.sched.lock().pidle);
+        self.npidle.store(0, SeqCst);
+        for mut p in ps {
+            for t in p.drain(self) {
+                t.shutdown();
+            }
+        }
+        self.drain_injector();
+        for t in self.owned.close_and_drain() {
+            crate::task::core::shutdown_task(t);
+        }
+    }
+
+    #[inline]
+    fn trace(&self, ev: impl FnOnce() -> TraceEvent) {
+        if let Some(t) = &self.tracer {
+            t.event(&ev());
+        }
+    }
+
+    fn current_pid(&self) -> Option<usize> {
+        with_current(|cx| cx.map(|cx| cx.pid.get()).filter(|&p| p != usize::MAX))
+    }
+
+    #[inline]
+    pub(crate) fn trace_poll_begin(&self, task: TaskId) {
+        if self.tracer.is_some() {
+            self.trace(|| TraceEvent::PollBegin { task, p: self.current_pid() });
+        }
+    }
+
+    #[inline]
+    pub(crate) fn trace_poll_end(&self, task: TaskId, ready: bool) {
+        if self.tracer.is_some() {
+            self.trace(|| TraceEvent::PollEnd { task, p: self.current_pid(), ready });
+        }
+    }
+
+    #[inline]
+    pub(crate) fn trace_steal(&self, thief: usize, victim: usize) {
+        self.trace(|| TraceEvent::Steal { thief, victim });
+    }
+
+    pub(crate) fn trace_park(&self) {
+        if self.tracer.is_some() {
+            let m = with_current(|cx| cx.map_or(usize::MAX, |cx| cx.mid));
+            self.trace(|| TraceEvent::Park { m });
+        }
+    }
+
+    pub(crate) fn trace_unpark(&self) {
+        self.trace(|| TraceEvent::Unpark);
+    }
+}

@@ -1,0 +1,88 @@
+//! Counters behind `Runtime::stats()`.
+//!
+//! Each P has its own cache-padded block of counters, bumped with relaxed RMWs by the M that
+//! holds the P (so the cache line rarely leaves that core); events off any P (spawns from
+//! outside, cancellations at shutdown, M parks) go to one shared block. `stats()` sums them;
+//! a snapshot taken while tasks run is approximate, one taken when quiescent is exact.
+
+use crate::loom::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// One event counter.
+#[derive(Default)]
+pub(crate) struct Counter(AtomicU64);
+
+impl Counter {
+    #[inline(always)]
+    pub(crate) fn bump(&self) {
+        self.0.fetch_add(1, Relaxed);
+    }
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+}
+
+/// Counters of one P (or of the shared "no P" block).
+#[derive(Default)]
+pub(crate) struct PStats {
+    pub(crate) spawned: Counter,
+    pub(crate) completed: Counter,
+    pub(crate) cancelled: Counter,
+    pub(crate) polls: Counter,
+    pub(crate) steal_attempts: Counter,
+    pub(crate) steals: Counter,
+    pub(crate) global_takes: Counter,
+    pub(crate) parks: Counter,
+    pub(crate) unparks: Counter,
+}
+
+/// A snapshot of the scheduler's counters (see `Runtime::stats`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuntimeStats {
+    /// Number of Ps (GOMAXPROCS).
+    pub procs: usize,
+    /// Tasks spawned.
+    pub spawned: u64,
+    /// Tasks that ran to completion (including those that panicked).
+    pub completed: u64,
+    /// Tasks aborted, or dropped unfinished at shutdown.
+    pub cancelled: u64,
+    /// Polls of task futures.
+    pub polls: u64,
+    /// Visits to a victim P while stealing.
+    pub steal_attempts: u64,
+    /// Visits that came back with work.
+    pub steals: u64,
+    /// Takes from the global queue (single fairness takes and batch refills).
+    pub global_takes: u64,
+    /// Times an M parked for lack of work.
+    pub parks: u64,
+    /// Times a parked M was handed a P and woken.
+    pub unparks: u64,
+    /// OS threads running Ms.
+    pub threads: usize,
+    /// Tasks waiting in each P's local queue and `runnext`.
+    pub local_queue_lens: Vec<usize>,
+    /// Tasks waiting in the global queue.
+    pub global_queue_len: usize,
+    /// Tasks that have parked and not yet completed (in the owned-task list).
+    pub parked_tasks: usize,
+}
+
+impl RuntimeStats {
+    /// Tasks neither completed nor cancelled yet.
+    pub fn live(&self) -> u64 {
+        self.spawned - self.completed - self.cancelled
+    }
+
+    pub(crate) fn add(&mut self, p: &PStats) {
+        self.spawned += p.spawned.get();
+        self.completed += p.completed.get();
+        self.cancelled += p.cancelled.get();
+        self.polls += p.polls.get();
+        self.steal_attempts += p.steal_attempts.get();
+        self.steals += p.steals.get();
+        self.global_takes += p.global_takes.get();
+        self.parks += p.parks.get();
+        self.unparks += p.unparks.get();
+    }
+}

@@ -1,0 +1,146 @@
+//! M — the worker thread loop: `schedule` → `findRunnable` → run, Go's `schedule()`.
+//!
+//! An M runs tasks only while it holds a P (in its [`Context`]). Its loop:
+//! 1. `find_runnable`: once every 61 ticks the global queue first; then the local `runnext`
+//!    and queue; then a batch from the global queue; then, if allowed to spin
+//!    (`2·nmspinning < busy Ps`), stealing; else the idle path of `idle.rs` (release the P,
+//!    recheck, park).
+//! 2. If it was spinning, stop spinning and `wakep` (see `idle.rs`, step 2).
+//! 3. Run the task with the P *not* borrowed, so the task can spawn onto it.
+//!
+//! Shutdown: every loop iteration checks the flag; a parked M is woken by
+//! `wake_all_for_shutdown`. On exit the M returns its P to the idle list, where shutdown
+//! drains its queues.
+
+use super::context::{enter, Context};
+use super::idle::MPark;
+use super::processor::{Processor, GLOBAL_CHECK_TICKS};
+use super::Shared;
+use crate::loom::sync::atomic::{fence, Ordering::SeqCst};
+use crate::task::Notified;
+use std::sync::Arc;
+
+/// Per-M state that is not shared.
+struct M {
+    spinning: bool,
+    park: Arc<MPark>,
+}
+
+/// The body of an M thread. `p`: a P handed over by `startm` (None: park first).
+pub(crate) fn m_main(shared: Arc<Shared>, mid: usize, p: Option<Box<Processor>>, spinning: bool) {
+    let cx = Context::new(shared.clone(), mid);
+    let _guard = enter(&cx);
+    let mut m = M { spinning, park: Arc::new(MPark::default()) };
+    match p {
+        Some(p) => cx.set_p(Some(p)),
+        None => match shared.stopm(&m.park) {
+            Some((p, sp)) => {
+                cx.set_p(Some(p));
+                m.spinning = sp;
+            }
+            None => return,
+        },
+    }
+    while let Some(task) = find_runnable(&shared, &cx, &mut m) {
+        if m.spinning {
+            // Go's resetspinning.
+            m.spinning = false;
+            shared.nmspinning.fetch_sub(1, SeqCst);
+            shared.wakep();
+        }
+        shared.allp[cx.pid.get()].stats.polls.bump();
+        task.run();
+    }
+    if m.spinning {
+        shared.nmspinning.fetch_sub(1, SeqCst);
+    }
+    if let Some(p) = cx.take_p() {
+        let mut s = shared.sched.lock();
+        shared.pidleput(&mut s, p);
+    }
+}
+
+/// Go's `findRunnable`. Returns the next task (the M holds a P in `cx`), or `None` at shutdown
+/// (the M may or may not hold a P).
+fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
+    loop {
+        if shared.is_shutdown() {
+            return None;
+        }
+        {
+            let mut guard = cx.p.borrow_mut();
+            let p = guard.as_mut().expect("M in find_runnable without a P");
+            // Fairness: once in a while look at the global queue first.
+            if p.schedtick % GLOBAL_CHECK_TICKS == 0 {
+                if let Some(t) = p.globrunqget_one(shared) {
+                    p.schedtick = p.schedtick.wrapping_add(1);
+                    return Some(t);
+                }
+            }
+            if let Some((t, inherit)) = p.runqget(shared) {
+                if !inherit {
+                    p.schedtick = p.schedtick.wrapping_add(1);
+                }
+                return Some(t);
+            }
+            if let Some(t) = p.globrunqget(shared) {
+                p.schedtick = p.schedtick.wrapping_add(1);
+                return Some(t);
+            }
+            // Spin (steal) only if few Ms are spinning: at most busy Ps / 2.
+            let busy = shared.procs().saturating_sub(shared.npidle.load(SeqCst));
+            if m.spinning || 2 * shared.nmspinning.load(SeqCst) < busy {
+                if !m.spinning {
+                    m.spinning = true;
+                    shared.nmspinning.fetch_add(1, SeqCst);
+                }
+                if let Some(t) = p.steal_work(shared) {
+                    p.schedtick = p.schedtick.wrapping_add(1);
+                    return Some(t);
+                }
+            }
+        }
+
+        // The idle path (idle.rs, step 3).
+        let p = cx.take_p().expect("M without a P");
+        {
+            let mut s = shared.sched.lock();
+            if !shared.injector.is_empty() && !shared.is_shutdown() {
+                drop(s);
+                cx.set_p(Some(p));
+                continue;
+            }
+            shared.pidleput(&mut s, p);
+        }
+        let was_spinning = m.spinning;
+        if m.spinning {
+            m.spinning = false;
+            shared.nmspinning.fetch_sub(1, SeqCst);
+        }
+        // Pairs with the fence in `wakep`: either we see the submitter's task below, or it sees
+        // our npidle/nmspinning updates above.
+        fence(SeqCst);
+        if shared.any_work_visible() {
+            let p = {
+                let mut s = shared.sched.lock();
+                shared.pidleget(&mut s)
+            };
+            if let Some(p) = p {
+                cx.set_p(Some(p));
+                if was_spinning {
+                    m.spinning = true;
+                    shared.nmspinning.fetch_add(1, SeqCst);
+                }
+                continue;
+            }
+            // Another M took the idle P; it will find the work.
+        }
+        match shared.stopm(&m.park) {
+            Some((p, spinning)) => {
+                cx.set_p(Some(p));
+                m.spinning = spinning;
+            }
+            None => return None,
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! The task cell, its vtable and the harness that polls, completes and cancels it.
+//!
+//! Contract of every function taking a `NonNull<Header>`: the pointer came from
+//! [`Cell::allocate`] and the caller owns at least one reference to the task.
+
+use super::state::{State, ToIdle, ToRunning, CANCELLED, JOIN_INTEREST, JOIN_WAKER, NOTIFIED};
+use super::JoinError;
+use crate::loom::cell::UnsafeCell;
+use crate::sched::Shared;
+use std::any::Any;
+use std::future::Future;
+use std::mem::ManuallyDrop;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+/// A task's id: unique within its runtime, handed out in per-P batches like Go's `goidcache`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId(pub u64);
+
+impl std::fmt::Display for TaskId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "task#{}", self.0)
+    }
+}
+
+/// Type-erased operations on a `Cell<F>`, one static instance per future type.
+pub(crate) struct Vtable {
+    /// Run the task once: the caller gives up the queue's reference.
+    pub(crate) run: unsafe fn(NonNull<Header>),
+    /// Free the cell (refcount reached zero).
+    pub(crate) dealloc: unsafe fn(NonNull<Header>),
+    /// Move the output into `*dst` (a `*mut Poll<Result<T, JoinError>>`). Only after `COMPLETE`
+    /// by the holder of `JOIN_INTEREST`.
+    pub(crate) read_output: unsafe fn(NonNull<Header>, *mut ()),
+    /// Drop whatever the stage holds. Only with exclusive access to the stage.
+    pub(crate) drop_stage: unsafe fn(NonNull<Header>) -> Option<String>,
+}
+
+/// Links of the owned-task list; only touched under that shard's lock.
+pub(crate) struct Links {
+    pub(crate) prev: Option<NonNull<Header>>,
+    pub(crate) next: Option<NonNull<Header>>,
+    /// True while the task is in the owned list (then the list owns one reference).
+    pub(crate) linked: bool,
+}
+
+/// The task header. `#[repr(C)]` and first in [`Cell`], so a `NonNull<Header>` is a pointer
+/// to the whole cell.
+#[repr(C)]
+pub(crate) struct Header {
+    pub(crate) state: State,
+    pub(crate) vtable: &'static Vtable,
+    /// Owned-list links (see `owned.rs`).
+    pub(crate) links: UnsafeCell<Links>,
+    pub(crate) id: TaskId,
+    /// The scheduler this task is queued on (`Arc::into_raw`; released at dealloc).
+    pub(crate) sched: NonNull<Shared>,
+    /// The joiner's waker; see the `JOIN_WAKER` rules in `state.rs`.
+    pub(crate) join_waker: UnsafeCell<Option<Waker>>,
+}
+
+// SAFETY: the header is shared between threads by design; every field is either atomic,
+// immutable after allocation, or an UnsafeCell whose access rules (state bits or a lock) are
+// documented at the field.
+unsafe impl Send for Header {}
+// SAFETY: as above.
+unsafe impl Sync for Header {}
+
+impl Header {
+    /// The scheduler this task belongs to.
+    pub(crate) fn shared(&self) -> &Shared {
+        // SAFETY: `sched` came from `Arc::into_raw` and the task holds that count until dealloc.
+        unsafe { self.sched.as_ref() }
+    }
+}
+
+enum Stage<F: Future> {
+    Running(F),
+    Finished(Result<F::Output, JoinError>),
+    Consumed,
+}
+
+#[repr(C)]
+struct Cell<F: Future> {
+    header: Header,
+    stage: UnsafeCell<Stage<F>>,
+}
+
+/// Allocates a new task (state: `NOTIFIED | JOIN_INTEREST`, two references: the returned
+/// `Notified` for the run queue and the returned raw pointer for the `JoinHandle`).
+pub(crate) fn allocate<F>(future: F, id: TaskId, sched: Arc<Shared>) -> (Notified, NonNull<Header>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let cell = Box::new(Cell {
+        header: Header {
+            state: State::new(),
+            vtable: vtable::<F>(),
+            links: UnsafeCell::new(Links { prev: None, next: None, linked: false }),
+            id,
+            // SAFETY: Arc::into_raw never returns null.
+            sched: unsafe { NonNull::new_unchecked(Arc::into_raw(sched) as *mut Shared) },
+            join_waker: UnsafeCell::new(None),
+        },
+        stage: UnsafeCell::new(Stage::Running(future)),
+    });
+    let ptr = NonNull::from(Box::leak(cell)).cast::<Header>();
+    (Notified(ptr), ptr)
+}
+
+fn vtable<F>() -> &'static Vtable
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    &Vtable {
+        run: run::<F>,
+        dealloc: dealloc::<F>,
+        read_output: read_output::<F>,
+        drop_stage: drop_stage::<F>,
+    }
+}
+
+/// A task in a run queue: owns the queue's reference and the right to poll it.
+#[derive(Debug)]
+pub(crate) struct Notified(pub(crate) NonNull<Header>);
+
+// SAFETY: a task is Send (its future and output are Send); the queue reference may move
+// between threads.
+unsafe impl Send for Notified {}
+
+impl Notified {
+    /// Polls the task once, consuming the queue reference. Called only by an M holding a P
+    /// (or by shutdown via [`Notified::shutdown`]).
+    pub(crate) fn run(self) {
+        let ptr = ManuallyDrop::new(self).0;
+        // SAFETY: we own the queue reference, which `run` takes over.
+        unsafe { (ptr.as_ref().vtable.run)(ptr) }
+    }
+
+    /// Shutdown: drops the future (if unfinished) and this reference.
+    pub(crate) fn shutdown(self) {
+        shutdown_task(self.0);
+    }
+
+    pub(crate) fn into_raw(self) -> NonNull<Header> {
+        ManuallyDrop::new(self).0
+    }
+
+    /// # Safety
+    /// `ptr` must carry a queue reference (from [`Notified::into_raw`]).
+    pub(crate) unsafe fn from_raw(ptr: NonNull<Header>) -> Notified {
+        Notified(ptr)
+    }
+}
+
+impl Drop for Notified {
+    fn drop(&mut self) {
+        drop_reference(self.0);
+    }
+}
+
+/// Releases one reference, freeing the task if it was the last.
+pub(crate) fn drop_reference(ptr: NonNull<Header>) {
+    // SAFETY: the caller owns this reference (module contract).
+    unsafe {
+        if ptr.as_ref().state.ref_dec() {
+            (ptr.as_ref().vtable.dealloc)(ptr);
+        }
+    }
+}
+
+/// Cancels a task found at shutdown (in a queue or the owned list) and releases the caller's
+/// reference. Drops the future here unless the task already completed.
+pub(crate) fn shutdown_task(ptr: NonNull<Header>) {
+    // SAFETY: the caller owns a reference (module contract).
+    let header = unsafe { ptr.as_ref() };
+    if header.state.transition_to_shutdown() {
+        // SAFETY: transition_to_shutdown gave us RUNNING: exclusive access to the stage.
+        unsafe { cancel_and_complete(ptr, false) };
+    }
+    drop_reference(ptr);
+}
+
+fn panic_message(p: Box<dyn Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&'static str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "task panicked with a non-string payload".to_string()
+    }
+}
+
+unsafe fn stage<'a, F: Future>(ptr: NonNull<Header>) -> &'a UnsafeCell<Stage<F>> {
+    // SAFETY: ptr points to a Cell<F> (the vtable is monomorphised for F).
+    unsafe { &ptr.cast::<Cell<F>>().as_ref().stage }
+}
+
+unsafe fn run<F>(ptr: NonNull<Header>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    // SAFETY: caller gives us the queue reference; the cell is alive.
+    let header = unsafe { ptr.as_ref() };
+    match header.state.transition_to_running() {
+        ToRunning::Done => return drop_reference(ptr),
+        // SAFETY: we hold RUNNING.
+        ToRunning::Cancel => return unsafe { cancel_and_complete(ptr, true) },
+        ToRunning::Poll => {}
+    }
+    let shared = header.shared();
+    shared.trace_poll_begin(header.id);
+    // The waker borrows our queue reference: no count change.
+    let waker = ManuallyDrop::new(super::waker::waker_ref(ptr));
+    let mut cx = Context::from_waker(&waker);
+    // SAFETY: RUNNING gives exclusive access to the stage.
+    let stage = unsafe { stage::<F>(ptr) };
+    let res = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: RUNNING gives exclusive access to the stage.
+        stage.with_mut(|s| match unsafe { &mut *s } {
+            // SAFETY: the future lives inside the heap cell and is never moved until dropped.
+            Stage::Running(f) => unsafe { Pin::new_unchecked(f) }.poll(&mut cx),
+            _ => unreachable!("polled a task whose future is gone"),
+        })
+    }));
+    let out = match res {
+        Ok(Poll::Pending) => {
+            shared.trace_poll_end(header.id, false);
+            // About to park (not woken during the poll): make the task findable by shutdown.
+            // We still hold RUNNING, which `owned.insert` requires.
+            let snap = header.state.load();
+            if !snap.has(NOTIFIED | CANCELLED)
+                && !shared.owned.is_linked(header)
+                && shared.owned.insert(header).is_err()
+            {
+                // Shutdown closed the list: drop the future now instead of parking it.
+                // SAFETY: we hold RUNNING.
+                return unsafe { cancel_and_complete(ptr, true) };
+            }
+            match header.state.transition_to_idle() {
+                ToIdle::Idle => {}
+                ToIdle::Notified => shared.schedule(Notified(ptr), true),
+                // SAFETY: we still hold RUNNING.
+                ToIdle::Cancel => unsafe { cancel_and_complete(ptr, true) },
+            }
+            return;
+        }
+        Ok(Poll::Ready(v)) => Ok(v),
+        Err(p) => Err(JoinError::Panicked(panic_message(p))),
+    };
+    shared.trace_poll_end(header.id, true);
+    // Drop the future before publishing the output; a panicking destructor becomes the result.
+    // SAFETY: still RUNNING.
+    let out = match unsafe { drop_stage::<F>(ptr) } {
+        Some(msg) if out.is_ok() => Err(JoinError::Panicked(msg)),
+        _ => out,
+    };
+    // SAFETY: still RUNNING.
+    stage.with_mut(|s| unsafe { s.write(Stage::Finished(out)) });
+    // SAFETY: RUNNING held, output stored.
+    unsafe { complete(ptr, true, false) };
+}
+
+/// Drops the future, stores `Cancelled`, completes. Caller holds `RUNNING`; `owns_queue_ref`
+/// says whether the caller's reference (released here) is the queue's.
+unsafe fn cancel_and_complete(ptr: NonNull<Header>, owns_queue_ref: bool) {
+    // SAFETY: caller holds RUNNING.
+    unsafe {
+        let _ = (ptr.as_ref().vtable.drop_stage)(ptr);
+        // The stage is Consumed now; `complete` stores Cancelled through the vtable-free path
+        // below since we do not know F here.
+        complete(ptr, owns_queue_ref, true);
+    }
+}
+
+/// Publishes completion. Caller holds `RUNNING` and the stage is `Finished` (or `Consumed` when
+/// `cancelled`, in which case the joiner reads `Cancelled`). Releases the queue reference when
+/// `owns_queue_ref`, and the owned list's if the task was linked.
+unsafe fn complete(ptr: NonNull<Header>, owns_queue_ref: bool, cancelled: bool) {
+    // SAFETY: module contract.
+    let header = unsafe { ptr.as_ref() };
+    let shared = header.shared();
+    if cancelled {
+        // Mark the stage so read_output yields Cancelled: Consumed + CANCELLED bit set.
+        shared.stats_cancelled();
+    } else {
+        shared.stats_completed();
+    }
+    let prev = header.state.transition_to_complete();
+    if !prev.has(JOIN_INTEREST) {
+        // No one will read the output: drop it here (we own the stage after COMPLETE without
+        // JOIN_INTEREST).
+        // SAFETY: see above.
+        let _ = unsafe { (header.vtable.drop_stage)(ptr) };
+    } else if prev.has(JOIN_WAKER) {
+        // JOIN_WAKER set: we may read the waker slot until we clear the bit.
+        header.join_waker.with(|w| {
+            // SAFETY: shared read access under JOIN_WAKER.
+            if let Some(w) = unsafe { &*w } {
+                w.wake_by_ref();
+            }
+        });
+        let after = header.state.unset_join_waker_after_complete();
+        if !after.has(JOIN_INTEREST) {
+            // The handle went away meanwhile; it left the slot to us.
+            // SAFETY: JOIN_WAKER is clear and the handle is gone: exclusive access.
+            header.join_waker.with_mut(|w| unsafe { *w = None });
+        }
+    }
+    // Unlink from the owned list if the task parked at some point.
+    let linked_ref = shared.owned.remove(header);
+    let last = match (owns_queue_ref, linked_ref) {
+        (true, true) => header.state.ref_dec_twice(),
+        (true, false) | (false, true) => header.state.ref_dec(),
+        (false, false) => false,
+    };
+    if last {
+        // SAFETY: no references remain.
+        unsafe { (header.vtable.dealloc)(ptr) };
+    }
+}
+
+unsafe fn dealloc<F: Future>(ptr: NonNull<Header>) {
+    // SAFETY: refcount reached zero: nobody else can touch the cell; it came from Box::leak.
+    unsafe {
+        let cell = Box::from_raw(ptr.cast::<Cell<F>>().as_ptr());
+        let sched = cell.header.sched;
+        drop(cell);
+        drop(Arc::from_raw(sched.as_ptr() as *const Shared));
+    }
+}
+
+unsafe fn drop_stage<F: Future>(ptr: NonNull<Header>) -> Option<String> {
+    // SAFETY: caller has exclusive access to the stage.
+    let stage = unsafe { stage::<F>(ptr) };
+    // SAFETY: exclusive access (see the function contract).
+    let old = stage.with_mut(|s| unsafe { std::ptr::replace(s, Stage::Consumed) });
+    catch_unwind(AssertUnwindSafe(move || drop(old))).err().map(panic_message)
+}
+
+unsafe fn read_output<F: Future>(ptr: NonNull<Header>, dst: *mut ()) {
+    // SAFETY: caller holds JOIN_INTEREST after COMPLETE: the output is the handle's.
+    let stage = unsafe { stage::<F>(ptr) };
+    let dst = dst as *mut Poll<Result<F::Output, JoinError>>;
+    // SAFETY: exclusive access (see the function contract).
+    let old = stage.with_mut(|s| unsafe { std::ptr::replace(s, Stage::Consumed) });
+    let out = match old {
+        Stage::Finished(r) => r,
+        // Cancelled tasks complete with the stage Consumed.
+        Stage::Consumed => Err(JoinError::Cancelled),
+        Stage::Running(_) => unreachable!("read_output before completion"),
+    };
+    // SAFETY: dst is a valid, initialised Poll the caller gave us.
+    unsafe { *dst = Poll::Ready(out) };
+}

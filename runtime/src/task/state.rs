@@ -1,0 +1,378 @@
+//! The task state word: one `AtomicUsize` holding lifecycle bits and the reference count.
+//!
+//! ```text
+//!  63 ........................... 6   5          4            3          2         1        0
+//! [        reference count        ][JOIN_WAKER][JOIN_INTEREST][CANCELLED][COMPLETE][NOTIFIED][RUNNING]
+//! ```
+//!
+//! * `RUNNING`: one M is polling the future (or dropping it). Whoever sets it has exclusive
+//!   access to the stage (future / output) until it clears it.
+//! * `NOTIFIED`: the task is owed a poll. Whoever sets `NOTIFIED` on an idle task owns one
+//!   reference that becomes the run-queue entry (`Notified`); this is why a task is never in
+//!   two queues at once: only the transition idle → notified enqueues, and only a dequeue-and-
+//!   poll (`transition_to_running`) clears the bit.
+//! * A wake while `RUNNING` only sets `NOTIFIED`; the poller sees it in `transition_to_idle`
+//!   and re-queues the task, so it is polled exactly once more. A wake after `COMPLETE` does
+//!   nothing.
+//! * `COMPLETE`: the future is gone and the output (or `JoinError`) is stored. Set once.
+//! * `CANCELLED`: `abort()` or shutdown asked for the task to be dropped at its next poll.
+//! * `JOIN_INTEREST`: a `JoinHandle` exists. While it is set after `COMPLETE`, the output
+//!   belongs to the handle; once it is cleared the runtime drops the output.
+//! * `JOIN_WAKER`: the handle has stored a waker in the header. While clear the handle has
+//!   exclusive access to that slot; while set, the runtime may read it (to wake the joiner).
+//!
+//! Every transition is a single compare-and-swap loop over the whole word (`AcqRel`: the
+//! acquire half sees the stage writes of the previous owner of `RUNNING`; the release half
+//! publishes ours). Reference-count changes that need no decision use `fetch_add`/`fetch_sub`.
+
+use crate::loom::sync::atomic::{AtomicUsize, Ordering::*};
+
+pub(crate) const RUNNING: usize = 1 << 0;
+pub(crate) const NOTIFIED: usize = 1 << 1;
+pub(crate) const COMPLETE: usize = 1 << 2;
+pub(crate) const CANCELLED: usize = 1 << 3;
+pub(crate) const JOIN_INTEREST: usize = 1 << 4;
+pub(crate) const JOIN_WAKER: usize = 1 << 5;
+const REF_SHIFT: usize = 6;
+pub(crate) const REF_ONE: usize = 1 << REF_SHIFT;
+const FLAGS: usize = REF_ONE - 1;
+
+/// A snapshot of the state word.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Snapshot(pub(crate) usize);
+
+impl Snapshot {
+    pub(crate) fn has(self, bit: usize) -> bool {
+        self.0 & bit != 0
+    }
+    pub(crate) fn refs(self) -> usize {
+        self.0 >> REF_SHIFT
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = ["RUNNING", "NOTIFIED", "COMPLETE", "CANCELLED", "JOIN_INTEREST", "JOIN_WAKER"];
+        let mut l = f.debug_struct("State");
+        for (i, n) in names.iter().enumerate() {
+            if self.0 & FLAGS & (1 << i) != 0 {
+                l.field(n, &true);
+            }
+        }
+        l.field("refs", &self.refs()).finish()
+    }
+}
+
+/// What the caller of `transition_to_running` must do.
+#[must_use]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ToRunning {
+    /// Poll the future.
+    Poll,
+    /// `CANCELLED` is set: drop the future and complete with `JoinError::Cancelled`.
+    Cancel,
+    /// Already complete (cancelled by shutdown while queued): just drop the queue's reference.
+    Done,
+}
+
+/// What the caller of `transition_to_idle` must do.
+#[must_use]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ToIdle {
+    /// Parked; the queue's reference was released.
+    Idle,
+    /// Woken during the poll: re-queue it (the queue's reference is kept).
+    Notified,
+    /// Aborted during the poll: we still hold `RUNNING`; cancel now.
+    Cancel,
+}
+
+/// What a wake must do.
+#[must_use]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum WakeAction {
+    /// Nothing: already queued, running (now marked `NOTIFIED`) or complete.
+    Nothing,
+    /// Enqueue the task: the caller owns one reference for the queue.
+    Submit,
+    /// Nothing to run, and the reference just released was the last: free the task.
+    Dealloc,
+}
+
+/// The atomic state word of one task.
+pub(crate) struct State(AtomicUsize);
+
+impl State {
+    /// A freshly spawned task: `NOTIFIED` (it is about to be queued), `JOIN_INTEREST`, and three
+    /// references: the run queue's, the `JoinHandle`'s and the owned-task list's.
+    pub(crate) fn new() -> State {
+        State(AtomicUsize::new(NOTIFIED | JOIN_INTEREST | (3 * REF_ONE)))
+    }
+
+    pub(crate) fn load(&self) -> Snapshot {
+        Snapshot(self.0.load(Acquire))
+    }
+
+    /// Runs a CAS loop: `f` maps the current snapshot to `Some(new)` (with a result) or `None`
+    /// to stop without writing.
+    #[inline]
+    fn update<R>(&self, mut f: impl FnMut(Snapshot) -> (Option<usize>, R)) -> (Snapshot, R) {
+        let mut cur = self.0.load(Acquire);
+        loop {
+            let (next, r) = f(Snapshot(cur));
+            let Some(next) = next else { return (Snapshot(cur), r) };
+            // AcqRel: acquire pairs with the release of the previous transition (stage writes of
+            // the last poller / the output store); release publishes our own stage writes.
+            match self.0.compare_exchange_weak(cur, next, AcqRel, Acquire) {
+                Ok(_) => return (Snapshot(cur), r),
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Called by the M that dequeued the task (it owns the queue's reference).
+    pub(crate) fn transition_to_running(&self) -> ToRunning {
+        self.update(|s| {
+            debug_assert!(s.has(NOTIFIED) || s.has(COMPLETE), "dequeued without NOTIFIED: {s:?}");
+            if s.has(COMPLETE) {
+                return (None, ToRunning::Done);
+            }
+            debug_assert!(!s.has(RUNNING), "task polled concurrently: {s:?}");
+            let next = (s.0 | RUNNING) & !NOTIFIED;
+            let act = if s.has(CANCELLED) { ToRunning::Cancel } else { ToRunning::Poll };
+            (Some(next), act)
+        })
+        .1
+    }
+
+    /// Called by the poller after `Poll::Pending`; it holds `RUNNING` and the queue reference.
+    pub(crate) fn transition_to_idle(&self) -> ToIdle {
+        let (_, act) = self.update(|s| {
+            debug_assert!(s.has(RUNNING));
+            if s.has(CANCELLED) {
+                return (None, ToIdle::Cancel);
+            }
+            if s.has(NOTIFIED) {
+                (Some(s.0 & !RUNNING), ToIdle::Notified)
+            } else {
+                // Release the queue's reference in the same CAS. It cannot be the last one:
+                // the owned-task list holds a reference until the task completes.
+                debug_assert!(s.refs() >= 2);
+                (Some((s.0 & !RUNNING) - REF_ONE), ToIdle::Idle)
+            }
+        });
+        act
+    }
+
+    /// Called by the poller when the future is gone and the output is stored: clears
+    /// `RUNNING`, sets `COMPLETE`. Returns the snapshot before the transition.
+    pub(crate) fn transition_to_complete(&self) -> Snapshot {
+        // AcqRel: release publishes the output to the JoinHandle (which acquires COMPLETE).
+        let prev = Snapshot(self.0.fetch_xor(RUNNING | COMPLETE, AcqRel));
+        debug_assert!(prev.has(RUNNING) && !prev.has(COMPLETE), "{prev:?}");
+        prev
+    }
+
+    /// A wake that consumes one reference (`Waker::wake`).
+    pub(crate) fn wake_by_val(&self) -> WakeAction {
+        self.update(|s| {
+            if s.has(RUNNING) {
+                // The poller re-queues it; our reference goes (it cannot be the last: the
+                // poller holds the queue's).
+                (Some((s.0 | NOTIFIED) - REF_ONE), WakeAction::Nothing)
+            } else if s.has(COMPLETE) || s.has(NOTIFIED) {
+                let act = if s.refs() == 1 { WakeAction::Dealloc } else { WakeAction::Nothing };
+                (Some(s.0 - REF_ONE), act)
+            } else {
+                // Our reference becomes the queue's.
+                (Some(s.0 | NOTIFIED), WakeAction::Submit)
+            }
+        })
+        .1
+    }
+
+    /// A wake that keeps the caller's reference (`Waker::wake_by_ref`).
+    pub(crate) fn wake_by_ref(&self) -> WakeAction {
+        self.update(|s| {
+            if s.has(RUNNING) {
+                if s.has(NOTIFIED) {
+                    return (None, WakeAction::Nothing);
+                }
+                (Some(s.0 | NOTIFIED), WakeAction::Nothing)
+            } else if s.has(COMPLETE) || s.has(NOTIFIED) {
+                (None, WakeAction::Nothing)
+            } else {
+                (Some((s.0 | NOTIFIED) + REF_ONE), WakeAction::Submit)
+            }
+        })
+        .1
+    }
+
+    /// `abort()` from anywhere. Returns `Submit` when the caller must queue the task (with a
+    /// new reference) so an M drops its future.
+    pub(crate) fn transition_to_cancelled(&self) -> WakeAction {
+        self.update(|s| {
+            if s.has(COMPLETE) || s.has(CANCELLED) {
+                (None, WakeAction::Nothing)
+            } else if s.has(RUNNING) {
+                // The poller sees CANCELLED in transition_to_idle.
+                (Some(s.0 | CANCELLED | NOTIFIED), WakeAction::Nothing)
+            } else if s.has(NOTIFIED) {
+                // Already queued: the M that dequeues it sees CANCELLED.
+                (Some(s.0 | CANCELLED), WakeAction::Nothing)
+            } else {
+                (Some((s.0 | CANCELLED | NOTIFIED) + REF_ONE), WakeAction::Submit)
+            }
+        })
+        .1
+    }
+
+    /// Shutdown: take `RUNNING` to drop the future here, unless it is complete (or running,
+    /// which cannot happen once every M has stopped). Returns true when the caller now holds
+    /// `RUNNING` and must cancel.
+    pub(crate) fn transition_to_shutdown(&self) -> bool {
+        self.update(|s| {
+            if s.has(COMPLETE) || s.has(RUNNING) {
+                (Some(s.0 | CANCELLED), false)
+            } else {
+                (Some(s.0 | CANCELLED | RUNNING), true)
+            }
+        })
+        .1
+    }
+
+    pub(crate) fn ref_inc(&self) {
+        // Relaxed: a new reference is made from an existing one, which already keeps the task
+        // alive (as Arc::clone).
+        let prev = self.0.fetch_add(REF_ONE, Relaxed);
+        assert!(prev <= isize::MAX as usize, "task reference count overflow");
+    }
+
+    /// Releases one reference; true when it was the last (the caller frees the task).
+    pub(crate) fn ref_dec(&self) -> bool {
+        // AcqRel as in Arc::drop: release our uses, acquire everyone else's before freeing.
+        let prev = Snapshot(self.0.fetch_sub(REF_ONE, AcqRel));
+        debug_assert!(prev.refs() >= 1);
+        prev.refs() == 1
+    }
+
+    /// Releases two references at once (queue + owned list, at completion).
+    pub(crate) fn ref_dec_twice(&self) -> bool {
+        let prev = Snapshot(self.0.fetch_sub(2 * REF_ONE, AcqRel));
+        debug_assert!(prev.refs() >= 2);
+        prev.refs() == 2
+    }
+
+    /// The `JoinHandle` stores its waker: set `JOIN_WAKER` unless the task completed. `Err`
+    /// returns the snapshot showing `COMPLETE`.
+    pub(crate) fn set_join_waker(&self) -> Result<(), Snapshot> {
+        let (prev, ok) = self.update(|s| {
+            debug_assert!(s.has(JOIN_INTEREST) && !s.has(JOIN_WAKER));
+            if s.has(COMPLETE) {
+                (None, false)
+            } else {
+                (Some(s.0 | JOIN_WAKER), true)
+            }
+        });
+        if ok {
+            Ok(())
+        } else {
+            Err(prev)
+        }
+    }
+
+    /// The `JoinHandle` wants to replace its waker: clear `JOIN_WAKER` unless complete.
+    pub(crate) fn unset_join_waker(&self) -> Result<(), Snapshot> {
+        let (prev, ok) = self.update(|s| {
+            debug_assert!(s.has(JOIN_INTEREST) && s.has(JOIN_WAKER));
+            if s.has(COMPLETE) {
+                (None, false)
+            } else {
+                (Some(s.0 & !JOIN_WAKER), true)
+            }
+        });
+        if ok {
+            Ok(())
+        } else {
+            Err(prev)
+        }
+    }
+
+    /// After completion the runtime returns the waker slot to the handle by clearing
+    /// `JOIN_WAKER`. Returns the snapshot before.
+    pub(crate) fn unset_join_waker_after_complete(&self) -> Snapshot {
+        Snapshot(self.0.fetch_and(!JOIN_WAKER, AcqRel))
+    }
+
+    /// The `JoinHandle` is dropped: clear `JOIN_INTEREST` (and `JOIN_WAKER` when not
+    /// complete). Returns the snapshot before.
+    pub(crate) fn drop_join_interest(&self) -> Snapshot {
+        self.update(|s| {
+            debug_assert!(s.has(JOIN_INTEREST));
+            let next =
+                if s.has(COMPLETE) { s.0 & !JOIN_INTEREST } else { s.0 & !(JOIN_INTEREST | JOIN_WAKER) };
+            (Some(next), ())
+        })
+        .0
+    }
+
+    #[cfg(test)]
+    pub(crate) fn raw(&self) -> usize {
+        self.0.load(Relaxed)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wake_during_poll_requeues_exactly_once() {
+        let s = State::new();
+        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        // Two wakes while running: only the first marks NOTIFIED, neither submits.
+        assert_eq!(s.wake_by_ref(), WakeAction::Nothing);
+        assert_eq!(s.wake_by_ref(), WakeAction::Nothing);
+        assert_eq!(s.transition_to_idle(), ToIdle::Notified);
+        assert_eq!(s.load().0 & FLAGS, NOTIFIED | JOIN_INTEREST);
+        // Queued: further wakes do nothing.
+        assert_eq!(s.wake_by_ref(), WakeAction::Nothing);
+        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        assert_eq!(s.transition_to_idle(), ToIdle::Idle);
+        // Parked: a wake submits with a fresh reference.
+        let before = s.load().refs();
+        assert_eq!(s.wake_by_ref(), WakeAction::Submit);
+        assert_eq!(s.load().refs(), before + 1);
+    }
+
+    #[test]
+    fn wake_after_complete_is_noop() {
+        let s = State::new();
+        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        let prev = s.transition_to_complete();
+        assert!(prev.has(RUNNING) && !prev.has(COMPLETE));
+        assert_eq!(s.wake_by_ref(), WakeAction::Nothing);
+        assert_eq!(s.transition_to_cancelled(), WakeAction::Nothing);
+        assert!(!s.transition_to_shutdown());
+        assert_eq!(s.raw() & (RUNNING | COMPLETE), COMPLETE);
+    }
+
+    #[test]
+    fn abort_of_parked_task_submits_it() {
+        let s = State::new();
+        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        assert_eq!(s.transition_to_idle(), ToIdle::Idle);
+        assert_eq!(s.transition_to_cancelled(), WakeAction::Submit);
+        assert_eq!(s.transition_to_running(), ToRunning::Cancel);
+    }
+
+    #[test]
+    fn last_wake_by_val_deallocates() {
+        let s = State::new();
+        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        let _ = s.transition_to_complete();
+        // Drop the JoinHandle's and queue's references; one (a waker's) remains of three.
+        assert!(!s.ref_dec_twice());
+        assert_eq!(s.wake_by_val(), WakeAction::Dealloc);
+    }
+}

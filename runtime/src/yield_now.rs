@@ -1,0 +1,50 @@
+//! `yield_now().await`: Go's `runtime.Gosched()` for a future.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// Returns `Pending` once after waking itself, so the task goes to the *tail* of its P's local
+/// queue (not `runnext`) and every task queued before it runs first. Use it in long loops:
+/// futures cannot be preempted, so a task that never yields keeps its P.
+///
+/// ```
+/// let rt = gmprt_runtime::Runtime::builder().procs(1).build().unwrap();
+/// let n = rt.block_on(async {
+///     gmprt_runtime::spawn(async {
+///         let mut sum = 0u64;
+///         for i in 0..1_000u64 {
+///             sum += i;
+///             if i % 100 == 0 {
+///                 gmprt_runtime::yield_now().await;
+///             }
+///         }
+///         sum
+///     })
+///     .await
+///     .unwrap()
+/// });
+/// assert_eq!(n, 499_500);
+/// ```
+pub fn yield_now() -> YieldNow {
+    YieldNow { yielded: false }
+}
+
+/// Future returned by [`yield_now`].
+#[derive(Debug)]
+#[must_use = "yield_now does nothing unless awaited"]
+pub struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}

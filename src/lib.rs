@@ -1,0 +1,9 @@
+//! gmprt: Go's G/M/P scheduler rebuilt as a work-stealing green-task runtime, with an explicit
+//! GPU offload layer beside it. This crate re-exports the workspace's three crates.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub use gmprt_kernels as kernels;
+pub use gmprt_offload as offload;
+pub use gmprt_runtime as runtime;
+pub use gmprt_runtime::{go, spawn, try_spawn, yield_now, JoinError, JoinHandle, Runtime};
