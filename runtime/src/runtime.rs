@@ -311,3 +311,50 @@ impl Handle {
         self.shared.stats()
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+    use std::task::{Poll, Waker};
+
+    /// Every task cell holds a strong count on `Shared` until it is freed, so after shutdown
+    /// the count tells whether any task leaked (or was freed twice: that would crash first).
+    #[test]
+    fn shutdown_frees_every_task() {
+        let rt = Runtime::builder().procs(2).build().unwrap();
+        let shared = rt.shared.clone();
+        let parked: Arc<Mutex<Vec<Waker>>> = Arc::default();
+        rt.block_on(async {
+            let mut hs = Vec::new();
+            for i in 0..2000u64 {
+                let parked = parked.clone();
+                hs.push(crate::spawn(async move {
+                    if i % 3 == 0 {
+                        // Park forever: shutdown must drop this future and free the task.
+                        std::future::poll_fn(|cx| {
+                            parked.lock().unwrap().push(cx.waker().clone());
+                            Poll::<()>::Pending
+                        })
+                        .await;
+                    }
+                    crate::yield_now().await;
+                    i
+                }));
+            }
+            // Await the finishing ones; detach the rest.
+            for (i, h) in hs.into_iter().enumerate() {
+                if i % 3 != 0 {
+                    assert_eq!(h.await.unwrap(), i as u64);
+                }
+            }
+        });
+        // Wakers held outside keep their tasks' cells alive until dropped.
+        drop(rt);
+        let st = shared.stats();
+        assert_eq!(st.spawned, st.completed + st.cancelled, "{st:?}");
+        assert_eq!(st.cancelled, 667);
+        parked.lock().unwrap().clear();
+        assert_eq!(Arc::strong_count(&shared), 1, "a task cell leaked");
+    }
+}

@@ -144,7 +144,7 @@ impl Notified {
 
     /// Shutdown: drops the future (if unfinished) and this reference.
     pub(crate) fn shutdown(self) {
-        shutdown_task(self.0);
+        shutdown_task(self.into_raw());
     }
 
     pub(crate) fn into_raw(self) -> NonNull<Header> {

@@ -103,10 +103,11 @@ pub(crate) enum WakeAction {
 pub(crate) struct State(AtomicUsize);
 
 impl State {
-    /// A freshly spawned task: `NOTIFIED` (it is about to be queued), `JOIN_INTEREST`, and three
-    /// references: the run queue's, the `JoinHandle`'s and the owned-task list's.
+    /// A freshly spawned task: `NOTIFIED` (it is about to be queued), `JOIN_INTEREST`, and two
+    /// references: the run queue's and the `JoinHandle`'s. (The owned-task list takes its own
+    /// when the task first parks.)
     pub(crate) fn new() -> State {
-        State(AtomicUsize::new(NOTIFIED | JOIN_INTEREST | (3 * REF_ONE)))
+        State(AtomicUsize::new(NOTIFIED | JOIN_INTEREST | (2 * REF_ONE)))
     }
 
     pub(crate) fn load(&self) -> Snapshot {
@@ -156,7 +157,8 @@ impl State {
                 (Some(s.0 & !RUNNING), ToIdle::Notified)
             } else {
                 // Release the queue's reference in the same CAS. It cannot be the last one:
-                // the owned-task list holds a reference until the task completes.
+                // the poller linked the task into the owned-task list (which holds a
+                // reference until completion) before this transition.
                 debug_assert!(s.refs() >= 2);
                 (Some((s.0 & !RUNNING) - REF_ONE), ToIdle::Idle)
             }
@@ -371,7 +373,8 @@ mod tests {
         let s = State::new();
         assert_eq!(s.transition_to_running(), ToRunning::Poll);
         let _ = s.transition_to_complete();
-        // Drop the JoinHandle's and queue's references; one (a waker's) remains of three.
+        s.ref_inc(); // a waker clone
+                     // Drop the JoinHandle's and queue's references; the waker's remains.
         assert!(!s.ref_dec_twice());
         assert_eq!(s.wake_by_val(), WakeAction::Dealloc);
     }
