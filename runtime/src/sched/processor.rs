@@ -22,6 +22,14 @@
 //! scheduler tick is not advanced. To keep two tasks that wake each other from starving the
 //! queue, after `RUNNEXT_CHAIN_MAX` consecutive `runnext` runs the slot's task is moved to the
 //! tail of the queue and the head runs instead.
+//!
+//! A task placed in an *empty* `runnext` does not `wakep` (see `idle.rs`): the current M runs
+//! it as soon as the current poll returns, and waking a second M to steal it would only move
+//! a cache-hot task across cores (tokio's LIFO slot makes the same choice). Go calls `wakep`
+//! on every `newproc` and makes thieves wait ~3 µs before taking a running P's `runnext`
+//! instead. The cost of our choice: "spawn exactly one child, then compute without awaiting"
+//! runs the child only after the computation — a second spawn (which displaces the first
+//! into the stealable queue) or an `.await` lets it run elsewhere.
 
 use super::queue::{Injector, Steal, Stealer, Worker};
 use super::stats::PStats;

@@ -86,7 +86,11 @@ impl<T> JoinHandle<T> {
 
     /// Blocks the calling thread until the task finishes. For threads outside the runtime
     /// (e.g. `main` or a test); inside a task use `.await`, which does not block an M.
+    ///
+    /// # Panics
+    /// When called on an M (from inside a task): blocking there could deadlock the runtime.
     pub fn join(self) -> Result<T, JoinError> {
+        crate::runtime::assert_not_on_m("JoinHandle::join");
         crate::park::block_on_local(self, ThreadParker::current_waker())
     }
 }
