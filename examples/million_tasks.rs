@@ -36,7 +36,9 @@ fn usage() -> ! {
 
 fn parse_count(s: &str) -> Option<usize> {
     let s = s.replace('_', "");
-    s.parse().ok().or_else(|| s.parse::<f64>().ok().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as usize))
+    s.parse()
+        .ok()
+        .or_else(|| s.parse::<f64>().ok().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as usize))
 }
 
 fn args() -> Args {
@@ -45,7 +47,9 @@ fn args() -> Args {
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--tasks" => a.tasks = it.next().as_deref().and_then(parse_count).unwrap_or_else(|| usage()),
-            "--procs" => a.procs = Some(it.next().as_deref().and_then(parse_count).unwrap_or_else(|| usage())),
+            "--procs" => {
+                a.procs = Some(it.next().as_deref().and_then(parse_count).unwrap_or_else(|| usage()))
+            }
             "--park" => a.park = true,
             "-h" | "--help" => usage(),
             other => {
@@ -164,7 +168,8 @@ fn spawn_mode(rt: &Runtime, n: usize) -> (Duration, u64) {
     let t0 = Instant::now();
     let checksum = rt.block_on(async move {
         gmprt::spawn(async move {
-            let handles: Vec<_> = (0..n as u64).map(|i| gmprt::spawn(async move { little_arithmetic(i) })).collect();
+            let handles: Vec<_> =
+                (0..n as u64).map(|i| gmprt::spawn(async move { little_arithmetic(i) })).collect();
             let mut acc = 0u64;
             for h in handles {
                 acc = acc.wrapping_add(h.await.expect("task failed"));
@@ -201,7 +206,8 @@ fn park_mode(rt: &Runtime, n: usize) -> ParkReport {
                 drop(gmprt::spawn(async move {
                     let mut wait = g.wait();
                     // First poll registers with the gate, then we report "parked".
-                    if std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut wait).poll(cx))).await.is_pending() {
+                    if std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut wait).poll(cx))).await.is_pending()
+                    {
                         p.count_down();
                         wait.await;
                     } else {
@@ -248,7 +254,10 @@ fn main() {
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     let (mode, elapsed, bytes_per_task) = if a.park {
         let r = park_mode(&rt, n);
-        println!("parked {n} tasks on {procs} procs in {:.1} ms; all suspended at once on one gate", r.park_elapsed.as_secs_f64() * 1e3);
+        println!(
+            "parked {n} tasks on {procs} procs in {:.1} ms; all suspended at once on one gate",
+            r.park_elapsed.as_secs_f64() * 1e3
+        );
         println!(
             "memory while parked: {:.1} MiB above baseline = {:.0} bytes per parked task (task + gate waker slot)",
             mib(r.parked_bytes),

@@ -152,7 +152,7 @@ impl Shared {
             slot.spinning = spinning;
             m.cv.notify_one();
             drop(slot);
-            self.external_stats.unparks.bump();
+            self.external_stats.unparks.bump_shared();
             self.trace_unpark();
             return;
         }
@@ -176,7 +176,7 @@ impl Shared {
             s.midle.push(park.clone());
             self.nmidle.fetch_add(1, SeqCst);
         }
-        self.external_stats.parks.bump();
+        self.external_stats.parks.bump_shared();
         self.trace_park();
         let mut slot = park.slot.lock();
         loop {

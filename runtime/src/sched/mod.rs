@@ -185,7 +185,7 @@ impl Shared {
         if self.is_shutdown() {
             let (task, raw) =
                 crate::task::core::allocate(future, TaskId(self.idgen.fetch_add(1, Relaxed)), self.clone());
-            self.external_stats.spawned.bump();
+            self.external_stats.spawned.bump_shared();
             task.shutdown();
             return Err((Refused::Shutdown, JoinHandle::new(raw)));
         }
@@ -213,7 +213,7 @@ impl Shared {
             Err(future) => {
                 let id = TaskId(self.idgen.fetch_add(1, Relaxed));
                 let (task, raw) = crate::task::core::allocate(future, id, self.clone());
-                self.external_stats.spawned.bump();
+                self.external_stats.spawned.bump_shared();
                 self.trace(|| TraceEvent::Spawn { task: id, p: None });
                 self.inject(task);
                 Ok(JoinHandle::new(raw))
@@ -269,25 +269,26 @@ impl Shared {
         }
     }
 
-    /// The calling thread's P stats, or the shared block off-P.
+    /// Bumps a counter in the calling M's P block, or in the shared block off-P.
     #[inline]
-    fn local_stats(&self) -> &PStats {
+    fn bump_local(&self, which: impl Fn(&PStats) -> &stats::Counter) {
         let pid = with_current(|cx| match cx {
             Some(cx) if std::ptr::eq(&*cx.shared, self) => cx.pid.get(),
             _ => usize::MAX,
         });
         match self.allp.get(pid) {
-            Some(p) => &p.stats,
-            None => &self.external_stats,
+            // We hold this P: single writer.
+            Some(p) => which(&p.stats).bump(),
+            None => which(&self.external_stats).bump_shared(),
         }
     }
 
     pub(crate) fn stats_completed(&self) {
-        self.local_stats().completed.bump();
+        self.bump_local(|s| &s.completed);
     }
 
     pub(crate) fn stats_cancelled(&self) {
-        self.local_stats().cancelled.bump();
+        self.bump_local(|s| &s.cancelled);
     }
 
     /// Builds a `RuntimeStats` snapshot.

@@ -158,6 +158,11 @@ impl Processor {
     /// unless the chain bound is hit, then the queue head. Returns `(task, inherit_time)`.
     pub(crate) fn runqget(&mut self, shared: &Shared) -> Option<(Notified, bool)> {
         let slot = &shared.allp[self.id].runnext;
+        // A plain load first: an empty slot (queue-driven workloads) costs no locked RMW.
+        if slot.load(Relaxed).is_null() {
+            self.runnext_chain = 0;
+            return self.runq.pop().map(|t| (t, false));
+        }
         if self.runnext_chain < RUNNEXT_CHAIN_MAX {
             // Acquire pairs with the release of the swap that installed it.
             if let Some(t) = NonNull::new(slot.swap(ptr::null_mut(), Acquire)) {

@@ -1,9 +1,12 @@
 //! Counters behind `Runtime::stats()`.
 //!
-//! Each P has its own cache-padded block of counters, bumped with relaxed RMWs by the M that
-//! holds the P (so the cache line rarely leaves that core); events off any P (spawns from
-//! outside, cancellations at shutdown, M parks) go to one shared block. `stats()` sums them;
-//! a snapshot taken while tasks run is approximate, one taken when quiescent is exact.
+//! Each P has its own cache-padded block of counters. Only the M holding the P writes them,
+//! so [`Counter::bump`] is a relaxed load and store, not a locked read-modify-write: a P passes
+//! between Ms only through `sched`'s mutex or an M's park slot, which order one holder's
+//! writes before the next holder's. Events off any P (spawns from outside, cancellations at
+//! shutdown, M parks) go to one shared block with [`Counter::bump_shared`] (a real RMW).
+//! `stats()` sums them; a snapshot taken while tasks run is approximate, one taken when
+//! quiescent is exact.
 
 use crate::loom::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -12,8 +15,14 @@ use crate::loom::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub(crate) struct Counter(AtomicU64);
 
 impl Counter {
+    /// Single-writer increment: only for counters of the P the caller holds.
     #[inline(always)]
     pub(crate) fn bump(&self) {
+        self.0.store(self.0.load(Relaxed) + 1, Relaxed);
+    }
+    /// Multi-writer increment, for the shared block.
+    #[inline(always)]
+    pub(crate) fn bump_shared(&self) {
         self.0.fetch_add(1, Relaxed);
     }
     pub(crate) fn get(&self) -> u64 {
