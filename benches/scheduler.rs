@@ -1,1 +1,406 @@
-fn main() {}
+//! Scheduler benches: gmprt's G/M/P runtime against tokio's multi-thread runtime, in the same
+//! run, with the same number of workers (Ps for gmprt, worker threads for tokio).
+//!
+//! Like with like (see benches/README.md):
+//!
+//! * Each workload is written **once**, generic over [`Sched`], and monomorphised for both
+//!   runtimes; only `spawn`, the join handle and `yield_now` differ.
+//! * The root of every workload is itself a spawned task on both sides, so every inner spawn
+//!   comes from a worker thread: gmprt `rt.block_on(async { rt.spawn(root).await })`, tokio
+//!   `rt.block_on(async { tokio::spawn(root).await })`.
+//! * Tasks that wait on each other use one hand-written primitive, [`Notify`] (a flag and a
+//!   `Mutex<Option<Waker>>`), identical on both sides, so only the scheduler differs.
+//! * Runtimes are built once per benchmark function, outside the timed loop.
+//!
+//! Workers: env `BENCH_PROCS` (default 2). Every benchmark id carries `procs=N`.
+//!
+//! Run: `cargo bench --bench scheduler`; summarise: `python3 benches/summarize.py`.
+
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use std::cell::OnceCell;
+use std::future::{poll_fn, Future};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
+use std::time::Duration;
+
+/// Tasks per iteration of `spawn_many`.
+const SPAWN_MANY: usize = 100_000;
+/// Tasks (and OS threads) per iteration of `spawn_many_1k`, the group with `std::thread`.
+const SPAWN_MANY_THREADS: usize = 1_000;
+/// Length of the spawn chain in `chained_spawn` (tokio's own bench uses 1_000 too).
+const CHAIN_DEPTH: usize = 1_000;
+/// `yield_many`: this many tasks each yield this many times.
+const YIELD_TASKS: usize = 200;
+const YIELDS_PER_TASK: usize = 1_000;
+/// Round trips in `ping_pong`.
+const PING_PONGS: usize = 10_000;
+/// `fan_out_fan_in`: the root spawns this many parents, each spawns this many children.
+const FAN_PARENTS: usize = 1_000;
+const FAN_CHILDREN: usize = 10;
+
+// ---------------------------------------------------------------------------------------------
+// The two runtimes behind one interface
+
+/// What a workload needs from a runtime, from inside one of its tasks.
+trait Sched: 'static {
+    type Error: std::fmt::Debug;
+    type Handle<T: Send + 'static>: Future<Output = Result<T, Self::Error>> + Send + 'static;
+
+    fn spawn<F>(future: F) -> Self::Handle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static;
+
+    fn yield_now() -> impl Future<Output = ()> + Send;
+}
+
+struct Gmprt;
+
+impl Sched for Gmprt {
+    type Error = gmprt::JoinError;
+    type Handle<T: Send + 'static> = gmprt::JoinHandle<T>;
+
+    fn spawn<F>(future: F) -> Self::Handle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        gmprt::spawn(future)
+    }
+
+    fn yield_now() -> impl Future<Output = ()> + Send {
+        gmprt::yield_now()
+    }
+}
+
+struct Tokio;
+
+impl Sched for Tokio {
+    type Error = tokio::task::JoinError;
+    type Handle<T: Send + 'static> = tokio::task::JoinHandle<T>;
+
+    fn spawn<F>(future: F) -> Self::Handle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        tokio::spawn(future)
+    }
+
+    fn yield_now() -> impl Future<Output = ()> + Send {
+        tokio::task::yield_now()
+    }
+}
+
+/// Worker count for both runtimes: env `BENCH_PROCS`, default 2.
+fn procs() -> usize {
+    match std::env::var("BENCH_PROCS") {
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => panic!("BENCH_PROCS={v:?}: expected a whole number of workers, at least 1"),
+        },
+        Err(_) => 2,
+    }
+}
+
+fn gmprt_rt(procs: usize) -> gmprt::Runtime {
+    gmprt::Runtime::builder().procs(procs).build().expect("start gmprt runtime")
+}
+
+fn tokio_rt(procs: usize) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(procs).build().expect("start tokio runtime")
+}
+
+/// Runs `root` as a spawned task on gmprt (so it runs on an M, holding a P) and waits for it.
+fn run_gmprt<F>(rt: &gmprt::Runtime, root: F) -> F::Output
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    rt.block_on(async { rt.spawn(root).await.expect("gmprt root task") })
+}
+
+/// Runs `root` as a spawned task on tokio (so it runs on a worker) and waits for it.
+fn run_tokio<F>(rt: &tokio::runtime::Runtime, root: F) -> F::Output
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    rt.block_on(async { tokio::spawn(root).await.expect("tokio root task") })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The signalling primitive shared by both sides
+
+/// An auto-reset event for one waiter: `notify` sets the flag and wakes the registered waker;
+/// `wait` completes once it consumes a set flag. Deliberately minimal and runtime-agnostic.
+///
+/// No lost wakeup: the waiter registers its waker under the mutex and then re-checks the flag;
+/// the notifier sets the flag and then takes the waker under the same mutex. Whichever critical
+/// section comes second sees the other side's write (the waker, or — through the mutex's
+/// release/acquire — the flag).
+struct Notify {
+    flag: AtomicBool,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Notify {
+    fn new() -> Self {
+        Notify { flag: AtomicBool::new(false), waker: Mutex::new(None) }
+    }
+
+    fn notify(&self) {
+        // Release: pairs with the waiter's acquiring swap.
+        self.flag.store(true, Ordering::Release);
+        let waker = self.waker.lock().unwrap().take();
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    async fn wait(&self) {
+        poll_fn(|cx| {
+            if self.flag.swap(false, Ordering::Acquire) {
+                return Poll::Ready(());
+            }
+            {
+                let mut slot = self.waker.lock().unwrap();
+                match &mut *slot {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    slot => *slot = Some(cx.waker().clone()),
+                }
+            }
+            if self.flag.swap(false, Ordering::Acquire) {
+                return Poll::Ready(());
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workloads, each written once
+
+/// Spawns `n` trivial tasks, then awaits every handle.
+async fn spawn_many<S: Sched>(n: usize) -> usize {
+    let mut handles = Vec::with_capacity(n);
+    for i in 0..n {
+        handles.push(S::spawn(async move { black_box(i) }));
+    }
+    let mut sum = 0;
+    for h in handles {
+        sum += h.await.unwrap();
+    }
+    sum
+}
+
+/// Each task spawns the next (handles detached); the last one notifies the root.
+fn chain<S: Sched>(done: Arc<Notify>, left: usize) {
+    if left == 0 {
+        done.notify();
+    } else {
+        drop(S::spawn(async move { chain::<S>(done, left - 1) }));
+    }
+}
+
+async fn chained_spawn<S: Sched>(depth: usize) {
+    let done = Arc::new(Notify::new());
+    chain::<S>(done.clone(), depth);
+    done.wait().await;
+}
+
+/// `tasks` tasks each yield `yields` times; the root awaits them all.
+async fn yield_many<S: Sched>(tasks: usize, yields: usize) {
+    let handles: Vec<_> = (0..tasks)
+        .map(|_| {
+            S::spawn(async move {
+                for _ in 0..yields {
+                    S::yield_now().await;
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.await.unwrap();
+    }
+}
+
+/// The root (ping) and one spawned task (pong) wake each other `n` times each way.
+async fn ping_pong<S: Sched>(n: usize) {
+    let ping = Arc::new(Notify::new());
+    let pong = Arc::new(Notify::new());
+    let other = {
+        let (ping, pong) = (ping.clone(), pong.clone());
+        S::spawn(async move {
+            for _ in 0..n {
+                pong.wait().await;
+                ping.notify();
+            }
+        })
+    };
+    for _ in 0..n {
+        pong.notify();
+        ping.wait().await;
+    }
+    other.await.unwrap();
+}
+
+/// The root spawns `parents` tasks; each spawns `children` tasks and awaits them; the root
+/// awaits the parents.
+async fn fan_out_fan_in<S: Sched>(parents: usize, children: usize) -> usize {
+    let handles: Vec<_> = (0..parents)
+        .map(|_| {
+            S::spawn(async move {
+                let kids: Vec<_> = (0..children).map(|j| S::spawn(async move { black_box(j) })).collect();
+                let mut sum = 0;
+                for k in kids {
+                    sum += k.await.unwrap();
+                }
+                sum
+            })
+        })
+        .collect();
+    let mut sum = 0;
+    for h in handles {
+        sum += h.await.unwrap();
+    }
+    sum
+}
+
+// ---------------------------------------------------------------------------------------------
+// Benchmark plumbing
+
+/// Benches one workload on both runtimes in one group. `root` builds the root future for a
+/// given runtime; `check` validates one untimed run's output. Each runtime is built once per
+/// benchmark function, lazily on its first sample (criterion calls the closure once per
+/// sample), so a benchmark excluded by a command-line filter starts no threads.
+macro_rules! both {
+    ($c:expr, $group:expr, $elements:expr, |$s:ident| $root:expr, $check:expr) => {{
+        let procs = procs();
+        let id = format!("procs={procs}");
+        let mut g = $c.benchmark_group($group);
+        g.throughput(Throughput::Elements($elements as u64));
+        {
+            type $s = Gmprt;
+            let cell = OnceCell::new();
+            g.bench_function(BenchmarkId::new("gmprt", &id), |b| {
+                let (rt, _) = cell.get_or_init(|| {
+                    let rt = gmprt_rt(procs);
+                    ($check)(&run_gmprt(&rt, $root));
+                    let before = rt.stats();
+                    (rt, before)
+                });
+                b.iter(|| black_box(run_gmprt(rt, $root)))
+            });
+            if let Some((rt, before)) = cell.get() {
+                report_gmprt_stats($group, before, &rt.stats());
+            }
+        }
+        {
+            type $s = Tokio;
+            let cell = OnceCell::new();
+            g.bench_function(BenchmarkId::new("tokio", &id), |b| {
+                let rt = cell.get_or_init(|| {
+                    let rt = tokio_rt(procs);
+                    ($check)(&run_tokio(&rt, $root));
+                    rt
+                });
+                b.iter(|| black_box(run_tokio(rt, $root)))
+            });
+        }
+        g.finish();
+    }};
+}
+
+/// One stderr line of gmprt scheduler counters accumulated while a benchmark ran, so a reader
+/// can see how much stealing and parking the timing includes.
+fn report_gmprt_stats(
+    group: &str,
+    before: &gmprt::runtime::RuntimeStats,
+    after: &gmprt::runtime::RuntimeStats,
+) {
+    let d = |a: u64, b: u64| a - b;
+    eprintln!(
+        "  gmprt counters for {group} (procs={}): spawned={} polls={} steals={}/{} global_takes={} parks={} unparks={} threads={}",
+        after.procs,
+        d(after.spawned, before.spawned),
+        d(after.polls, before.polls),
+        d(after.steals, before.steals),
+        d(after.steal_attempts, before.steal_attempts),
+        d(after.global_takes, before.global_takes),
+        d(after.parks, before.parks),
+        d(after.unparks, before.unparks),
+        after.threads,
+    );
+}
+
+fn bench_spawn_many(c: &mut Criterion) {
+    let n = SPAWN_MANY;
+    let expect = n * (n - 1) / 2;
+    both!(c, "spawn_many", n, |S| spawn_many::<S>(n), |&sum: &usize| assert_eq!(sum, expect));
+}
+
+/// `spawn_many` at a size OS threads can do too: gmprt, tokio and `std::thread` side by side.
+fn bench_spawn_many_threads(c: &mut Criterion) {
+    let n = SPAWN_MANY_THREADS;
+    let expect = n * (n - 1) / 2;
+    both!(c, "spawn_many_1k", n, |S| spawn_many::<S>(n), |&sum: &usize| assert_eq!(sum, expect));
+    let mut g = c.benchmark_group("spawn_many_1k");
+    g.throughput(Throughput::Elements(n as u64));
+    // Spawned from the bench thread and joined there: there is no scheduler to spawn from.
+    g.bench_function("std_thread", |b| {
+        b.iter(|| {
+            let handles: Vec<_> = (0..n).map(|i| std::thread::spawn(move || black_box(i))).collect();
+            let sum: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
+            assert_eq!(sum, expect);
+        })
+    });
+    g.finish();
+}
+
+fn bench_chained_spawn(c: &mut Criterion) {
+    let depth = CHAIN_DEPTH;
+    both!(c, "chained_spawn", depth, |S| chained_spawn::<S>(depth), |_: &()| ());
+}
+
+fn bench_yield_many(c: &mut Criterion) {
+    let (tasks, yields) = (YIELD_TASKS, YIELDS_PER_TASK);
+    both!(c, "yield_many", tasks * yields, |S| yield_many::<S>(tasks, yields), |_: &()| ());
+}
+
+fn bench_ping_pong(c: &mut Criterion) {
+    let n = PING_PONGS;
+    both!(c, "ping_pong", n, |S| ping_pong::<S>(n), |_: &()| ());
+}
+
+fn bench_fan_out_fan_in(c: &mut Criterion) {
+    let (parents, children) = (FAN_PARENTS, FAN_CHILDREN);
+    let expect = parents * children * (children - 1) / 2;
+    // Elements: every task spawned (parents and children).
+    both!(
+        c,
+        "fan_out_fan_in",
+        parents * (children + 1),
+        |S| fan_out_fan_in::<S>(parents, children),
+        |&sum: &usize| assert_eq!(sum, expect)
+    );
+}
+
+/// Keeps the whole run near two minutes on 2 cores; command-line flags
+/// (`--measurement-time`, `--warm-up-time`, `--sample-size`) override these.
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4))
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = bench_spawn_many, bench_spawn_many_threads, bench_chained_spawn, bench_yield_many,
+        bench_ping_pong, bench_fan_out_fan_in
+}
+criterion_main!(benches);
