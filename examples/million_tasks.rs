@@ -1,7 +1,7 @@
 //! A million green tasks on a few cores: spawn, join, and park.
 //!
 //! ```text
-//! cargo run --release --example million_tasks -- [--tasks N] [--procs P] [--park]
+//! cargo run --release --example million_tasks -- [--tasks N] [--procs P] [--park] [--runtime gmprt|tokio]
 //! ```
 //!
 //! * default (`mode=spawn`): from inside a task, spawn N tasks that each do a little
@@ -9,13 +9,16 @@
 //! * `--park`: keep all N tasks alive and suspended at once, each waiting on one shared gate,
 //!   report the memory each parked task costs, then open the gate and let them finish.
 //!
+//! `--runtime tokio` runs the same program on tokio's multi-thread runtime with the same worker
+//! count (its peer figures, for ratios; run both in one session, as `benches/README.md` does).
+//!
 //! The last line is machine-readable:
 //! `million_tasks mode=spawn tasks=1000000 procs=2 elapsed_ms=… ns_per_task=… peak_rss_mib=… bytes_per_task=…`
 //!
 //! Go's comparison point: a blocked goroutine costs ~2.7 KB (a 2 KB stack plus the `g` and a
 //! `sudog`); a gmprt task costs its future plus a ~80-byte header, because it has no stack.
 
-use gmprt::runtime::{Runtime, RuntimeStats};
+use gmprt::runtime::Runtime;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -27,10 +30,13 @@ struct Args {
     tasks: usize,
     procs: Option<usize>,
     park: bool,
+    tokio: bool,
 }
 
 fn usage() -> ! {
-    eprintln!("usage: million_tasks [--tasks N] [--procs P] [--park]   (N may be written 1_000_000 or 1e6)");
+    eprintln!(
+        "usage: million_tasks [--tasks N] [--procs P] [--park] [--runtime gmprt|tokio]   (N may be written 1_000_000 or 1e6)"
+    );
     std::process::exit(2)
 }
 
@@ -42,7 +48,7 @@ fn parse_count(s: &str) -> Option<usize> {
 }
 
 fn args() -> Args {
-    let mut a = Args { tasks: 1_000_000, procs: None, park: false };
+    let mut a = Args { tasks: 1_000_000, procs: None, park: false, tokio: false };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -51,6 +57,13 @@ fn args() -> Args {
                 a.procs = Some(it.next().as_deref().and_then(parse_count).unwrap_or_else(|| usage()))
             }
             "--park" => a.park = true,
+            "--runtime" => {
+                a.tokio = match it.next().as_deref() {
+                    Some("gmprt") => false,
+                    Some("tokio") => true,
+                    _ => usage(),
+                }
+            }
             "-h" | "--help" => usage(),
             other => {
                 eprintln!("unknown argument {other:?}");
@@ -164,20 +177,96 @@ fn little_arithmetic(i: u64) -> u64 {
     x
 }
 
-fn spawn_mode(rt: &Runtime, n: usize) -> (Duration, u64) {
+/// The two runtimes this example can run on, behind one interface so the programs are the same.
+trait Rt {
+    const NAME: &'static str;
+    fn procs(&self) -> usize;
+    fn block_on<F: Future>(&self, f: F) -> F::Output;
+    /// Spawns from inside the runtime; the returned future yields the task's output.
+    fn spawn<F>(f: F) -> impl Future<Output = F::Output> + Send + 'static
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static;
+    /// Spawns and detaches (Go's `go f()`).
+    fn go<F: Future<Output = ()> + Send + 'static>(f: F);
+    /// Tasks the runtime reports as parked, if it can say.
+    fn parked_tasks(&self) -> Option<usize>;
+    /// A line of scheduler counters, if the runtime has them.
+    fn stats_line(&self) -> Option<String>;
+}
+
+impl Rt for Runtime {
+    const NAME: &'static str = "gmprt";
+    fn procs(&self) -> usize {
+        Runtime::procs(self)
+    }
+    fn block_on<F: Future>(&self, f: F) -> F::Output {
+        Runtime::block_on(self, f)
+    }
+    fn spawn<F>(f: F) -> impl Future<Output = F::Output> + Send + 'static
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let h = gmprt::spawn(f);
+        async move { h.await.expect("task failed") }
+    }
+    fn go<F: Future<Output = ()> + Send + 'static>(f: F) {
+        drop(gmprt::spawn(f));
+    }
+    fn parked_tasks(&self) -> Option<usize> {
+        Some(self.stats().parked_tasks)
+    }
+    fn stats_line(&self) -> Option<String> {
+        let st = self.stats();
+        Some(format!(
+            "steals {} of {} attempts; M parks {}, unparks {}; threads {}",
+            st.steals, st.steal_attempts, st.parks, st.unparks, st.threads
+        ))
+    }
+}
+
+impl Rt for tokio::runtime::Runtime {
+    const NAME: &'static str = "tokio";
+    fn procs(&self) -> usize {
+        self.metrics().num_workers()
+    }
+    fn block_on<F: Future>(&self, f: F) -> F::Output {
+        tokio::runtime::Runtime::block_on(self, f)
+    }
+    fn spawn<F>(f: F) -> impl Future<Output = F::Output> + Send + 'static
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let h = tokio::spawn(f);
+        async move { h.await.expect("task failed") }
+    }
+    fn go<F: Future<Output = ()> + Send + 'static>(f: F) {
+        drop(tokio::spawn(f));
+    }
+    fn parked_tasks(&self) -> Option<usize> {
+        None
+    }
+    fn stats_line(&self) -> Option<String> {
+        None
+    }
+}
+
+fn spawn_mode<R: Rt>(rt: &R, n: usize) -> (Duration, u64) {
     let t0 = Instant::now();
+    // The root is itself a task, so every spawn comes from inside the runtime on both peers.
     let checksum = rt.block_on(async move {
-        gmprt::spawn(async move {
+        R::spawn(async move {
             let handles: Vec<_> =
-                (0..n as u64).map(|i| gmprt::spawn(async move { little_arithmetic(i) })).collect();
+                (0..n as u64).map(|i| R::spawn(async move { little_arithmetic(i) })).collect();
             let mut acc = 0u64;
             for h in handles {
-                acc = acc.wrapping_add(h.await.expect("task failed"));
+                acc = acc.wrapping_add(h.await);
             }
             acc
         })
         .await
-        .expect("root task failed")
     });
     let elapsed = t0.elapsed();
     let expect = (0..n as u64).fold(0u64, |a, i| a.wrapping_add(little_arithmetic(i)));
@@ -191,7 +280,7 @@ struct ParkReport {
     parked_bytes: u64,
 }
 
-fn park_mode(rt: &Runtime, n: usize) -> ParkReport {
+fn park_mode<R: Rt>(rt: &R, n: usize) -> ParkReport {
     let gate = Arc::new(Gate::default());
     let parked = Latch::new(n);
     let done = Latch::new(n);
@@ -199,11 +288,11 @@ fn park_mode(rt: &Runtime, n: usize) -> ParkReport {
     let t0 = Instant::now();
     let (g, p, d) = (gate.clone(), parked.clone(), done.clone());
     rt.block_on(async move {
-        gmprt::spawn(async move {
+        R::spawn(async move {
             for _ in 0..n {
                 let (g, p, d) = (g.clone(), p.clone(), d.clone());
                 // Detached (like `go f()`): no JoinHandle kept, so only the task is measured.
-                drop(gmprt::spawn(async move {
+                R::go(async move {
                     let mut wait = g.wait();
                     // First poll registers with the gate, then we report "parked".
                     if std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut wait).poll(cx))).await.is_pending()
@@ -214,17 +303,17 @@ fn park_mode(rt: &Runtime, n: usize) -> ParkReport {
                         p.count_down();
                     }
                     d.count_down();
-                }));
+                });
             }
             p.wait().await;
         })
         .await
-        .expect("root task failed")
     });
     let park_elapsed = t0.elapsed();
     let (rss_parked, _) = rss();
-    let stats = rt.stats();
-    assert!(stats.parked_tasks >= n, "expected {n} parked tasks, stats say {}", stats.parked_tasks);
+    if let Some(parked) = rt.parked_tasks() {
+        assert!(parked >= n, "expected {n} parked tasks, the runtime says {parked}");
+    }
     let t1 = Instant::now();
     gate.open();
     rt.block_on(done.wait());
@@ -237,17 +326,34 @@ fn park_mode(rt: &Runtime, n: usize) -> ParkReport {
 
 fn main() {
     let a = args();
-    let mut b = Runtime::builder();
-    if let Some(p) = a.procs {
-        b = b.procs(p);
-    }
-    let rt = match b.build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("million_tasks: {e}");
-            std::process::exit(2)
+    if a.tokio {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(
+            a.procs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        );
+        match b.build() {
+            Ok(rt) => run(rt, &a),
+            Err(e) => {
+                eprintln!("million_tasks: tokio: {e}");
+                std::process::exit(2)
+            }
         }
-    };
+    } else {
+        let mut b = Runtime::builder();
+        if let Some(p) = a.procs {
+            b = b.procs(p);
+        }
+        match b.build() {
+            Ok(rt) => run(rt, &a),
+            Err(e) => {
+                eprintln!("million_tasks: {e}");
+                std::process::exit(2)
+            }
+        }
+    }
+}
+
+fn run<R: Rt>(rt: R, a: &Args) {
     let procs = rt.procs();
     let n = a.tasks;
     let (rss0, _) = rss();
@@ -277,22 +383,14 @@ fn main() {
             peak.saturating_sub(rss0) as f64 / n as f64,
         )
     };
-    let st: RuntimeStats = rt.stats();
     let (_, peak) = rss();
     let ns_per_task = elapsed.as_nanos() as f64 / n as f64;
-    println!(
-        "{:.1} ns per task; peak RSS {:.1} MiB; steals {} of {} attempts; M parks {}, unparks {}; threads {}",
-        ns_per_task,
-        mib(peak),
-        st.steals,
-        st.steal_attempts,
-        st.parks,
-        st.unparks,
-        st.threads
-    );
+    let counters = rt.stats_line().map_or(String::new(), |l| format!("; {l}"));
+    println!("{ns_per_task:.1} ns per task; peak RSS {:.1} MiB{counters}", mib(peak));
     drop(rt);
+    let runtime = R::NAME;
     println!(
-        "million_tasks mode={mode} tasks={n} procs={procs} elapsed_ms={:.1} ns_per_task={:.1} peak_rss_mib={:.1} bytes_per_task={:.0}",
+        "million_tasks runtime={runtime} mode={mode} tasks={n} procs={procs} elapsed_ms={:.1} ns_per_task={:.1} peak_rss_mib={:.1} bytes_per_task={:.0}",
         elapsed.as_secs_f64() * 1e3,
         ns_per_task,
         mib(peak),
