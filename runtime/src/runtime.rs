@@ -3,7 +3,7 @@
 use crate::park::{block_on_local, ThreadParker};
 use crate::sched::context::{enter, with_current, Context};
 use crate::sched::stats::RuntimeStats;
-use crate::sched::{Refused, Shared};
+use crate::sched::{Config, Refused, Shared};
 use crate::task::JoinHandle;
 use crate::trace::Tracer;
 use std::fmt;
@@ -79,6 +79,7 @@ pub struct Builder {
     stack_size: Option<usize>,
     schedtrace: Option<Duration>,
     tracer: Option<Arc<dyn Tracer>>,
+    task_cache: Option<bool>,
 }
 
 impl fmt::Debug for Builder {
@@ -122,6 +123,13 @@ impl Builder {
         self
     }
 
+    /// Keeps freed task memory on per-P free lists for the next spawn, as Go keeps dead Gs
+    /// (default on; see `task/cache.rs` and the measurement in `benches/README.md`).
+    pub fn task_cache(mut self, on: bool) -> Self {
+        self.task_cache = Some(on);
+        self
+    }
+
     /// Attaches a tracer that receives every scheduler event.
     pub fn tracer(mut self, t: Arc<dyn Tracer>) -> Self {
         self.tracer = Some(t);
@@ -155,7 +163,13 @@ impl Builder {
                 .map(|ms| Duration::from_millis(ms as u64)),
         };
         let name = self.thread_name.unwrap_or_else(|| "gmprt-m".to_string());
-        let (shared, ps) = Shared::new(procs, name, self.stack_size, self.tracer);
+        let (shared, ps) = Shared::new(Config {
+            procs,
+            thread_name: name,
+            stack_size: self.stack_size,
+            tracer: self.tracer,
+            task_cache: self.task_cache.unwrap_or(true),
+        });
         let shared = Arc::new(shared);
         {
             let mut s = shared.sched.lock();

@@ -37,6 +37,16 @@ use crossbeam_utils::CachePadded;
 use std::future::Future;
 use std::sync::Arc;
 
+/// What `Builder` decided.
+pub(crate) struct Config {
+    pub(crate) procs: usize,
+    pub(crate) thread_name: String,
+    pub(crate) stack_size: Option<usize>,
+    pub(crate) tracer: Option<Arc<dyn Tracer>>,
+    /// Per-P free lists of task cells (`task/cache.rs`).
+    pub(crate) task_cache: bool,
+}
+
 /// Everything the Ms of one runtime share (Go's `sched` plus `allp`).
 pub(crate) struct Shared {
     /// Per-P shared halves, indexed by P id. Cache-padded: each is written by its own M.
@@ -78,16 +88,12 @@ pub(crate) enum Refused {
 
 impl Shared {
     #[allow(clippy::vec_box)] // Ps are boxed: they move between Ms by pointer.
-    pub(crate) fn new(
-        procs: usize,
-        thread_name: String,
-        stack_size: Option<usize>,
-        tracer: Option<Arc<dyn Tracer>>,
-    ) -> (Shared, Vec<Box<Processor>>) {
+    pub(crate) fn new(cfg: Config) -> (Shared, Vec<Box<Processor>>) {
+        let Config { procs, thread_name, stack_size, tracer, task_cache } = cfg;
         let mut ps = Vec::with_capacity(procs);
         let mut allp = Vec::with_capacity(procs);
         for id in 0..procs {
-            let (p, s) = Processor::new(id);
+            let (p, s) = Processor::new(id, task_cache);
             ps.push(Box::new(p));
             allp.push(CachePadded::new(s));
         }
@@ -183,8 +189,12 @@ impl Shared {
         F::Output: Send + 'static,
     {
         if self.is_shutdown() {
-            let (task, raw) =
-                crate::task::core::allocate(future, TaskId(self.idgen.fetch_add(1, Relaxed)), self.clone());
+            let (task, raw) = crate::task::core::allocate(
+                future,
+                TaskId(self.idgen.fetch_add(1, Relaxed)),
+                self.clone(),
+                None,
+            );
             self.external_stats.spawned.bump_shared();
             task.shutdown();
             return Err((Refused::Shutdown, JoinHandle::new(raw)));
@@ -194,7 +204,8 @@ impl Shared {
                 if let Ok(mut guard) = cx.p.try_borrow_mut() {
                     if let Some(p) = guard.as_mut() {
                         let id = p.next_goid(self);
-                        let (task, raw) = crate::task::core::allocate(future, id, self.clone());
+                        let (task, raw) =
+                            crate::task::core::allocate(future, id, self.clone(), Some(&mut p.cache));
                         self.allp[p.id].stats.spawned.bump();
                         self.trace(|| TraceEvent::Spawn { task: id, p: Some(p.id) });
                         let stealable = p.runqput(self, task, true);
@@ -212,7 +223,7 @@ impl Shared {
             Ok(h) => Ok(h),
             Err(future) => {
                 let id = TaskId(self.idgen.fetch_add(1, Relaxed));
-                let (task, raw) = crate::task::core::allocate(future, id, self.clone());
+                let (task, raw) = crate::task::core::allocate(future, id, self.clone(), None);
                 self.external_stats.spawned.bump_shared();
                 self.trace(|| TraceEvent::Spawn { task: id, p: None });
                 self.inject(task);

@@ -35,6 +35,7 @@ use super::queue::{Injector, Steal, Stealer, Worker};
 use super::stats::PStats;
 use super::Shared;
 use crate::loom::sync::atomic::{AtomicPtr, Ordering::*};
+use crate::task::cache::CellCache;
 use crate::task::{Header, Notified, TaskId};
 use std::ptr::{self, NonNull};
 
@@ -97,12 +98,14 @@ pub(crate) struct Processor {
     /// Consecutive runs taken from `runnext`.
     runnext_chain: u32,
     pub(crate) rng: FastRand,
+    /// Free task cells (Go's `p.gFree`), see `task/cache.rs`.
+    pub(crate) cache: CellCache,
     goid_next: u64,
     goid_end: u64,
 }
 
 impl Processor {
-    pub(crate) fn new(id: usize) -> (Processor, PShared) {
+    pub(crate) fn new(id: usize, task_cache: bool) -> (Processor, PShared) {
         let runq = Worker::new_fifo();
         let shared = PShared {
             stealer: runq.stealer(),
@@ -115,6 +118,7 @@ impl Processor {
             schedtick: 0,
             runnext_chain: 0,
             rng: FastRand::new(0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9)),
+            cache: CellCache::new(task_cache),
             goid_next: 0,
             goid_end: 0,
         };

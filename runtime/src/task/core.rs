@@ -1,12 +1,14 @@
 //! The task cell, its vtable and the harness that polls, completes and cancels it.
 //!
 //! Contract of every function taking a `NonNull<Header>`: the pointer came from
-//! [`Cell::allocate`] and the caller owns at least one reference to the task.
+//! [`allocate`] and the caller owns at least one reference to the task.
 
+use super::cache::{alloc_cell, free_cell, CellCache};
 use super::state::{State, ToIdle, ToRunning, CANCELLED, JOIN_INTEREST, JOIN_WAKER, NOTIFIED};
 use super::JoinError;
 use crate::loom::cell::UnsafeCell;
 use crate::sched::Shared;
+use std::alloc::Layout;
 use std::any::Any;
 use std::future::Future;
 use std::mem::ManuallyDrop;
@@ -91,12 +93,18 @@ struct Cell<F: Future> {
 
 /// Allocates a new task (state: `NOTIFIED | JOIN_INTEREST`, two references: the returned
 /// `Notified` for the run queue and the returned raw pointer for the `JoinHandle`).
-pub(crate) fn allocate<F>(future: F, id: TaskId, sched: Arc<Shared>) -> (Notified, NonNull<Header>)
+pub(crate) fn allocate<F>(
+    future: F,
+    id: TaskId,
+    sched: Arc<Shared>,
+    cache: Option<&mut CellCache>,
+) -> (Notified, NonNull<Header>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let cell = Box::new(Cell {
+    let mem = alloc_cell(Layout::new::<Cell<F>>(), cache).cast::<Cell<F>>();
+    let cell = Cell {
         header: Header {
             state: State::new(),
             vtable: vtable::<F>(),
@@ -107,8 +115,10 @@ where
             join_waker: UnsafeCell::new(None),
         },
         stage: UnsafeCell::new(Stage::Running(future)),
-    });
-    let ptr = NonNull::from(Box::leak(cell)).cast::<Header>();
+    };
+    // SAFETY: `mem` is fresh memory of Cell<F>'s size and alignment (or larger).
+    unsafe { mem.as_ptr().write(cell) };
+    let ptr = mem.cast::<Header>();
     (Notified(ptr), ptr)
 }
 
@@ -327,11 +337,13 @@ unsafe fn complete(ptr: NonNull<Header>, owns_queue_ref: bool, cancelled: bool) 
 }
 
 unsafe fn dealloc<F: Future>(ptr: NonNull<Header>) {
-    // SAFETY: refcount reached zero: nobody else can touch the cell; it came from Box::leak.
+    // SAFETY: refcount reached zero: nobody else can touch the cell; it came from
+    // `allocate`, i.e. `alloc_cell` with Cell<F>'s layout.
     unsafe {
-        let cell = Box::from_raw(ptr.cast::<Cell<F>>().as_ptr());
-        let sched = cell.header.sched;
-        drop(cell);
+        let cell = ptr.cast::<Cell<F>>();
+        let sched = cell.as_ref().header.sched;
+        std::ptr::drop_in_place(cell.as_ptr());
+        free_cell(cell.cast(), Layout::new::<Cell<F>>());
         drop(Arc::from_raw(sched.as_ptr() as *const Shared));
     }
 }

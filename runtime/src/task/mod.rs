@@ -26,6 +26,7 @@
 //! parked tasks are found through the owned list. A task joins that list the first time it
 //! parks, not at spawn, so the common spawn → run → complete path never takes a lock for it.
 
+pub(crate) mod cache;
 pub(crate) mod core;
 pub(crate) mod join;
 pub(crate) mod owned;
