@@ -388,6 +388,30 @@ fn bench_fan_out_fan_in(c: &mut Criterion) {
     );
 }
 
+/// Task-memory recycling (Go's per-P `gFree`, `runtime/src/task/cache.rs`) on and off, on
+/// gmprt only: the measurement behind keeping `Builder::task_cache` on by default.
+fn bench_task_cache(c: &mut Criterion) {
+    let procs = procs();
+    let (parents, children) = (FAN_PARENTS, FAN_CHILDREN);
+    let expect = parents * children * (children - 1) / 2;
+    let mut g = c.benchmark_group("task_cache_fan_out");
+    g.throughput(Throughput::Elements((parents * (children + 1)) as u64));
+    for on in [true, false] {
+        let cell = OnceCell::new();
+        let name = if on { "cache_on" } else { "cache_off" };
+        g.bench_function(BenchmarkId::new(name, format!("procs={procs}")), |b| {
+            let rt = cell.get_or_init(|| {
+                gmprt::Runtime::builder().procs(procs).task_cache(on).build().expect("start gmprt runtime")
+            });
+            b.iter(|| {
+                let sum = run_gmprt(rt, fan_out_fan_in::<Gmprt>(parents, children));
+                assert_eq!(sum, expect);
+            })
+        });
+    }
+    g.finish();
+}
+
 /// Keeps the whole run near two minutes on 2 cores; command-line flags
 /// (`--measurement-time`, `--warm-up-time`, `--sample-size`) override these.
 fn config() -> Criterion {
@@ -401,6 +425,6 @@ criterion_group! {
     name = benches;
     config = config();
     targets = bench_spawn_many, bench_spawn_many_threads, bench_chained_spawn, bench_yield_many,
-        bench_ping_pong, bench_fan_out_fan_in
+        bench_ping_pong, bench_fan_out_fan_in, bench_task_cache
 }
 criterion_main!(benches);

@@ -78,9 +78,10 @@ pub struct RuntimeStats {
 }
 
 impl RuntimeStats {
-    /// Tasks neither completed nor cancelled yet.
+    /// Tasks neither completed nor cancelled yet. Exact when quiescent; a snapshot taken while
+    /// tasks run reads the counters one after another, so it saturates at zero.
     pub fn live(&self) -> u64 {
-        self.spawned - self.completed - self.cancelled
+        self.spawned.saturating_sub(self.completed + self.cancelled)
     }
 
     pub(crate) fn add(&mut self, p: &PStats) {
