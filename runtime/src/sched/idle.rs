@@ -23,8 +23,9 @@
 //! 3. **M going idle** (found nothing): under `sched`, recheck the global queue, then put its P
 //!    on the idle list (`npidle += 1`); then stop spinning (`nmspinning -= 1` if it was);
 //!    `fence(SeqCst)`; then **recheck every P's queue, runnext and the global queue**. If it
-//!    sees work and can take an idle P, it continues looking (spinning again if it was);
-//!    otherwise it parks (`stopm`) until `startm` hands it a P.
+//!    sees work and can take an idle P, it continues looking as a *spinning* M (Go's
+//!    `becomeSpinning`: the work may be another P's, reachable only by stealing); otherwise it
+//!    parks (`stopm`) until `startm` hands it a P.
 //! 4. **`wakep` that finds no idle P** undoes its `nmspinning` increment, `fence(SeqCst)`s and
 //!    rechecks the queues and `npidle`; if both show something it tries again.
 //!
@@ -50,9 +51,9 @@
 //!   and after W in the fence order, so it sees T.
 //!
 //! Each repetition happens strictly later in the fence order and involves an M that is
-//! awake at that point, so "every M sleeps while T is queued" cannot be reached. The loom model
-//! `tests/loom_park.rs` checks the smallest instance: one P, one M going to sleep, one spawn
-//! from outside racing it.
+//! awake at that point, so "every M sleeps while T is queued" cannot be reached. The loom models
+//! in `tests/loom_park.rs` check small instances: one P with a spawn from outside racing an M
+//! that is parking or on its idle path, and two Ps with spawns from outside and from a task.
 
 use super::processor::Processor;
 use super::Shared;
@@ -114,15 +115,20 @@ impl Shared {
             if self.nmspinning.compare_exchange(0, 1, SeqCst, SeqCst).is_err() {
                 return;
             }
-            let p = {
-                let mut s = self.sched.lock();
-                self.pidleget(&mut s)
-            };
+            let mut s = self.sched.lock();
+            // Shutdown is checked under the lock, and the P goes to an M before we unlock
+            // (`startm`): shutdown sets its flag before it joins the Ms and collects the idle
+            // Ps, so no P is ever held outside both where its queue would escape the drain.
+            let p = if self.is_shutdown() { None } else { self.pidleget(&mut s) };
             match p {
-                Some(p) => return self.startm(p, true),
+                Some(p) => return self.startm(s, p, true),
                 None => {
+                    drop(s);
                     // Step 4: a concurrent submitter may have relied on our transient spinner.
                     self.nmspinning.fetch_sub(1, SeqCst);
+                    if self.is_shutdown() {
+                        return;
+                    }
                     fence(SeqCst);
                     if self.npidle.load(SeqCst) == 0 || !self.any_work_visible() {
                         return;
@@ -132,26 +138,19 @@ impl Shared {
         }
     }
 
-    /// Go's `startm`: run `p` on an idle M, or on a new thread if none is idle. With
-    /// `spinning`, the caller already counted the M in `nmspinning`.
-    pub(crate) fn startm(&self, p: Box<Processor>, spinning: bool) {
-        let mut s = self.sched.lock();
-        if self.is_shutdown() {
-            self.pidleput(&mut s, p);
-            if spinning {
-                self.nmspinning.fetch_sub(1, SeqCst);
-            }
-            return;
-        }
+    /// Go's `startm`: run `p` on an idle M, or on a new thread if none is idle. Called with
+    /// `sched` held (the P was just taken from the idle list under it). With `spinning`, the
+    /// caller already counted the M in `nmspinning`. Lock order: `sched`, then an M's slot.
+    pub(crate) fn startm(&self, mut s: MutexGuard<'_, Sched>, p: Box<Processor>, spinning: bool) {
         if let Some(m) = s.midle.pop() {
             self.nmidle.fetch_sub(1, SeqCst);
-            drop(s);
             let mut slot = m.slot.lock();
             debug_assert!(slot.p.is_none());
             slot.p = Some(p);
             slot.spinning = spinning;
             m.cv.notify_one();
             drop(slot);
+            drop(s);
             self.external_stats.unparks.bump_shared();
             self.trace_unpark();
             return;

@@ -45,8 +45,6 @@ pub(crate) struct Vtable {
 pub(crate) struct Links {
     pub(crate) prev: Option<NonNull<Header>>,
     pub(crate) next: Option<NonNull<Header>>,
-    /// True while the task is in the owned list (then the list owns one reference).
-    pub(crate) linked: bool,
 }
 
 /// The task header. `#[repr(C)]` and first in [`Cell`], so a `NonNull<Header>` is a pointer
@@ -108,7 +106,7 @@ where
         header: Header {
             state: State::new(),
             vtable: vtable::<F>(),
-            links: UnsafeCell::new(Links { prev: None, next: None, linked: false }),
+            links: UnsafeCell::new(Links { prev: None, next: None }),
             id,
             // SAFETY: Arc::into_raw never returns null.
             sched: unsafe { NonNull::new_unchecked(Arc::into_raw(sched) as *mut Shared) },
@@ -296,12 +294,15 @@ unsafe fn complete(ptr: NonNull<Header>, owns_queue_ref: bool, cancelled: bool) 
     // SAFETY: module contract.
     let header = unsafe { ptr.as_ref() };
     let shared = header.shared();
+    // Counters and the owned list are settled before COMPLETE is published, so a snapshot
+    // taken after every JoinHandle returned is exact.
     if cancelled {
-        // Mark the stage so read_output yields Cancelled: Consumed + CANCELLED bit set.
         shared.stats_cancelled();
     } else {
         shared.stats_completed();
     }
+    // Unlink from the owned list if the task parked at some point (we hold RUNNING).
+    let linked_ref = shared.owned.remove(header);
     let prev = header.state.transition_to_complete();
     if !prev.has(JOIN_INTEREST) {
         // No one will read the output: drop it here (we own the stage after COMPLETE without
@@ -323,8 +324,6 @@ unsafe fn complete(ptr: NonNull<Header>, owns_queue_ref: bool, cancelled: bool) 
             header.join_waker.with_mut(|w| unsafe { *w = None });
         }
     }
-    // Unlink from the owned list if the task parked at some point.
-    let linked_ref = shared.owned.remove(header);
     let last = match (owns_queue_ref, linked_ref) {
         (true, true) => header.state.ref_dec_twice(),
         (true, false) | (false, true) => header.state.ref_dec(),

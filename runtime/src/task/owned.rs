@@ -3,25 +3,28 @@
 //! Shutdown uses it to find parked tasks — those no queue holds, referenced only by wakers
 //! stored in some channel or timer — and drop their futures exactly once.
 //!
-//! Protocol:
-//! * `insert` is called by the M polling the task (it holds `RUNNING`) when a poll returns
-//!   `Pending` for the first time. The list takes one task reference.
-//! * `remove` is called by whoever completes the task (it holds `RUNNING`). It returns whether
-//!   the list held a reference, which the caller then releases.
-//! * `close_and_drain` is called once, by shutdown, after every M has stopped. It marks every
-//!   shard closed (later `insert`s fail, and the caller cancels the task instead) and hands
-//!   back the list's references.
+//! Protocol (membership is the `OWNED` bit of the task's state word; the links and the bit
+//! change only under the task's shard lock, so the two always agree there):
+//! * `insert` — by the M polling the task (it holds `RUNNING`) when a poll returns `Pending`
+//!   and `OWNED` is clear. Sets `OWNED` and takes one task reference for the list.
+//! * `remove` — by whoever completes the task (it holds `RUNNING`). A clear `OWNED` bit read
+//!   without the lock means "not in the list" (only the `RUNNING` holder could have set it);
+//!   a set bit is re-checked under the lock, because shutdown may have drained the task
+//!   meanwhile. Returns whether the list's reference passed to the caller.
+//! * `close_and_drain` — once, by shutdown: marks every shard closed (later `insert`s fail and
+//!   the caller cancels the task instead), unlinks every task, clears `OWNED`, and hands the
+//!   list's references back.
 //!
-//! The `linked` flag is written under the shard lock but read in `remove` without it. That
-//! is sound because its writers are `insert` (an earlier `RUNNING` holder, ordered before us by
-//! the state word's acquire/release) and `close_and_drain` (the thread that then completes the
-//! task itself).
+//! `remove` and `close_and_drain` can meet on one task when a thread outside the runtime
+//! cancels a task it woke after shutdown began (`Shared::inject`); whichever clears `OWNED`
+//! under the lock owns the list's reference, so it is released exactly once.
 //!
 //! Sharding: `shards` locks chosen by task id, so parks and completions on different Ps rarely
 //! meet on one lock. 4 shards per P (rounded to a power of two) keeps the chance that two Ps
 //! pick the same shard at one moment near 1/(4·procs).
 
 use super::core::Header;
+use super::state::OWNED;
 use crate::loom::sync::Mutex;
 use std::ptr::NonNull;
 
@@ -52,22 +55,20 @@ impl OwnedTasks {
         &self.shards[(h.id.0 as usize) & self.mask]
     }
 
-    /// Links a task that just parked. Caller holds `RUNNING`. On success the list owns a new
-    /// reference (taken here). `Err` when shutdown has closed the list.
+    /// Links a task that just parked. Caller holds `RUNNING` and saw `OWNED` clear. On success
+    /// the list owns a new reference. `Err` when shutdown has closed the list.
     pub(crate) fn insert(&self, h: &Header) -> Result<(), ()> {
         let mut shard = self.shard(h).lock();
         if shard.closed {
             return Err(());
         }
-        h.state.ref_inc();
+        h.state.set_owned();
         let me = NonNull::from(h);
         h.links.with_mut(|l| {
-            // SAFETY: links are only touched under this shard's lock (and `linked` by the
-            // RUNNING holder, which we are).
+            // SAFETY: links are only touched under this shard's lock.
             let l = unsafe { &mut *l };
             l.prev = None;
             l.next = shard.head;
-            l.linked = true;
         });
         if let Some(old) = shard.head {
             // SAFETY: `old` is in this shard (we hold its lock), so it is alive.
@@ -78,19 +79,23 @@ impl OwnedTasks {
         Ok(())
     }
 
-    /// True if this task is in the list. Caller holds `RUNNING` (see the module doc).
+    /// True if this task is in the list. Exact for the holder of `RUNNING` when false (see the
+    /// module doc); a `true` may be going stale during shutdown.
     pub(crate) fn is_linked(&self, h: &Header) -> bool {
-        // SAFETY: see the module doc on `linked`.
-        h.links.with(|l| unsafe { (*l).linked })
+        h.state.load().has(OWNED)
     }
 
-    /// Unlinks a completing task. Returns true when the list held a reference, which the caller
-    /// must now release.
+    /// Unlinks a completing task. Returns true when the list's reference passed to the caller,
+    /// which must release it.
     pub(crate) fn remove(&self, h: &Header) -> bool {
         if !self.is_linked(h) {
             return false;
         }
         let mut shard = self.shard(h).lock();
+        if !self.is_linked(h) {
+            // close_and_drain took it first; the reference is shutdown's.
+            return false;
+        }
         h.links.with_mut(|l| {
             // SAFETY: under the shard lock.
             let l = unsafe { &mut *l };
@@ -105,8 +110,8 @@ impl OwnedTasks {
             }
             l.prev = None;
             l.next = None;
-            l.linked = false;
         });
+        h.state.clear_owned();
         shard.len -= 1;
         true
     }
@@ -121,13 +126,16 @@ impl OwnedTasks {
             let mut cur = shard.head.take();
             while let Some(t) = cur {
                 // SAFETY: in the list, so alive; under the lock.
-                cur = unsafe { t.as_ref() }.links.with_mut(|l| unsafe {
-                    let next = (*l).next;
-                    (*l).prev = None;
-                    (*l).next = None;
-                    (*l).linked = false;
+                let h = unsafe { t.as_ref() };
+                cur = h.links.with_mut(|l| {
+                    // SAFETY: under the shard lock.
+                    let l = unsafe { &mut *l };
+                    let next = l.next;
+                    l.prev = None;
+                    l.next = None;
                     next
                 });
+                h.state.clear_owned();
                 out.push(t);
             }
             shard.len = 0;

@@ -1,8 +1,8 @@
 //! The task state word: one `AtomicUsize` holding lifecycle bits and the reference count.
 //!
 //! ```text
-//!  63 ........................... 6   5          4            3          2         1        0
-//! [        reference count        ][JOIN_WAKER][JOIN_INTEREST][CANCELLED][COMPLETE][NOTIFIED][RUNNING]
+//!  63 ............... 7    6         5            4            3          2         1        0
+//! [  reference count  ][OWNED][JOIN_WAKER][JOIN_INTEREST][CANCELLED][COMPLETE][NOTIFIED][RUNNING]
 //! ```
 //!
 //! * `RUNNING`: one M is polling the future (or dropping it). Whoever sets it has exclusive
@@ -20,6 +20,8 @@
 //!   belongs to the handle; once it is cleared the runtime drops the output.
 //! * `JOIN_WAKER`: the handle has stored a waker in the header. While clear the handle has
 //!   exclusive access to that slot; while set, the runtime may read it (to wake the joiner).
+//! * `OWNED`: the task is in the owned-task list (which then holds one reference). Set and
+//!   cleared only under that list's shard lock (`owned.rs`); readable anywhere.
 //!
 //! Every transition is a single compare-and-swap loop over the whole word (`AcqRel`: the
 //! acquire half sees the stage writes of the previous owner of `RUNNING`; the release half
@@ -33,7 +35,8 @@ pub(crate) const COMPLETE: usize = 1 << 2;
 pub(crate) const CANCELLED: usize = 1 << 3;
 pub(crate) const JOIN_INTEREST: usize = 1 << 4;
 pub(crate) const JOIN_WAKER: usize = 1 << 5;
-const REF_SHIFT: usize = 6;
+pub(crate) const OWNED: usize = 1 << 6;
+const REF_SHIFT: usize = 7;
 pub(crate) const REF_ONE: usize = 1 << REF_SHIFT;
 const FLAGS: usize = REF_ONE - 1;
 
@@ -52,7 +55,7 @@ impl Snapshot {
 
 impl std::fmt::Debug for Snapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names = ["RUNNING", "NOTIFIED", "COMPLETE", "CANCELLED", "JOIN_INTEREST", "JOIN_WAKER"];
+        let names = ["RUNNING", "NOTIFIED", "COMPLETE", "CANCELLED", "JOIN_INTEREST", "JOIN_WAKER", "OWNED"];
         let mut l = f.debug_struct("State");
         for (i, n) in names.iter().enumerate() {
             if self.0 & FLAGS & (1 << i) != 0 {
@@ -241,6 +244,21 @@ impl State {
             }
         })
         .1
+    }
+
+    /// The owned list links the task: sets `OWNED` and takes the list's reference in one RMW.
+    /// Must hold the shard lock.
+    pub(crate) fn set_owned(&self) {
+        // AcqRel: a reader that sees OWNED also sees the reference count it implies.
+        let prev = Snapshot(self.0.fetch_add(OWNED + REF_ONE, AcqRel));
+        debug_assert!(!prev.has(OWNED), "{prev:?}");
+    }
+
+    /// The owned list unlinks the task: clears `OWNED` (the list's reference passes to the
+    /// caller). Must hold the shard lock.
+    pub(crate) fn clear_owned(&self) {
+        let prev = Snapshot(self.0.fetch_and(!OWNED, AcqRel));
+        debug_assert!(prev.has(OWNED), "{prev:?}");
     }
 
     pub(crate) fn ref_inc(&self) {
