@@ -29,6 +29,9 @@
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 pub(crate) mod loom;
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_hooks;
 mod park;
 mod runtime;
 pub(crate) mod sched;

@@ -68,6 +68,7 @@ mod imp {
             pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
                 self.0.lock().unwrap()
             }
+            #[allow(dead_code)] // parking_lot API parity
             pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
                 self.0.try_lock().ok()
             }
@@ -138,7 +139,11 @@ mod imp {
         }
     }
 
+    /// loom's `thread_local!` has no `const { .. }` initialiser form: strip it.
     macro_rules! rt_thread_local {
+        ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = const { $init:expr };) => {
+            loom::thread_local!($(#[$attr])* $vis static $name: $t = $init;);
+        };
         ($($t:tt)*) => { loom::thread_local!($($t)*); };
     }
     pub(crate) use rt_thread_local as thread_local;

@@ -80,6 +80,9 @@ pub struct Builder {
     schedtrace: Option<Duration>,
     tracer: Option<Arc<dyn Tracer>>,
     task_cache: Option<bool>,
+    /// loom models only: Ms started by `build` (default `procs`).
+    #[cfg(loom)]
+    loom_prestart_ms: Option<usize>,
 }
 
 impl fmt::Debug for Builder {
@@ -136,6 +139,17 @@ impl Builder {
         self
     }
 
+    /// loom models only (`--cfg loom`): how many Ms `build` starts up front (default `procs`,
+    /// as in every other build). Each M is a loom thread and loom allows 5 per model, each one
+    /// multiplying the interleavings; with fewer, `startm` starts the rest on demand through
+    /// the real `newm` path (as Go does; `build` prestarts only to surface errors early).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_prestart_ms(mut self, n: usize) -> Self {
+        self.loom_prestart_ms = Some(n);
+        self
+    }
+
     fn env_usize(var: &'static str) -> Result<Option<usize>, BuildError> {
         match std::env::var(var) {
             Ok(v) if !v.trim().is_empty() => {
@@ -162,6 +176,10 @@ impl Builder {
                 .filter(|&ms| ms > 0)
                 .map(|ms| Duration::from_millis(ms as u64)),
         };
+        #[cfg(loom)]
+        let prestart = self.loom_prestart_ms.unwrap_or(procs).min(procs);
+        #[cfg(not(loom))]
+        let prestart = procs;
         let name = self.thread_name.unwrap_or_else(|| "gmprt-m".to_string());
         let (shared, ps) = Shared::new(Config {
             procs,
@@ -181,7 +199,7 @@ impl Builder {
         // Start the Ms up front so thread-creation failures surface here; they park at once.
         {
             let mut s = shared.sched.lock();
-            for _ in 0..procs {
+            for _ in 0..prestart {
                 shared.newm(&mut s, None, false).map_err(BuildError::Thread)?;
             }
         }

@@ -8,7 +8,9 @@
 //! `stats()` sums them; a snapshot taken while tasks run is approximate, one taken when
 //! quiescent is exact.
 
-use crate::loom::sync::atomic::{AtomicU64, Ordering::Relaxed};
+// Plain std atomics even under loom: the counters are relaxed statistics that no protocol
+// decision reads, and as loom atomics every `bump` would only add a scheduling point.
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// One event counter.
 #[derive(Default)]

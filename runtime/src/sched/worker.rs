@@ -112,7 +112,6 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
             }
             shared.pidleput(&mut s, p);
         }
-        let was_spinning = m.spinning;
         if m.spinning {
             m.spinning = false;
             shared.nmspinning.fetch_sub(1, SeqCst);
@@ -127,10 +126,12 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
             };
             if let Some(p) = p {
                 cx.set_p(Some(p));
-                if was_spinning {
-                    m.spinning = true;
-                    shared.nmspinning.fetch_add(1, SeqCst);
-                }
+                // Spinning now, whether or not we were (Go's `becomeSpinning` here): the work
+                // may be on another P (its queue or runnext), which only stealing reaches. A
+                // non-spinning M over the spinning limit would instead loop here (release P,
+                // see the work, take P) for as long as the counted spinners do not run.
+                m.spinning = true;
+                shared.nmspinning.fetch_add(1, SeqCst);
                 continue;
             }
             // Another M took the idle P; it will find the work.

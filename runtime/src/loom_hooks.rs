@@ -1,0 +1,131 @@
+//! Internal access for the loom models in `tests/loom_*.rs`. Compiled only under `--cfg loom`;
+//! not part of the API.
+//!
+//! A [`Scheduler`] is a `Shared` with no M threads and no idle Ps: the model's own threads play
+//! the Ms. Its Ps are handed to the model ([`P`]) instead of the idle list, so `npidle` stays 0
+//! and every `wakep` (after an `inject` or a re-queue) returns at once without starting a thread.
+//! Tasks woken from a model thread go to the global queue (no thread here has a runtime
+//! context), where [`Scheduler::run_global`] finds them.
+
+use crate::sched::processor::Processor;
+use crate::sched::queue::{Steal, Worker};
+use crate::sched::{Config, Shared};
+use crate::task::core::allocate;
+use crate::task::{JoinHandle, Notified, TaskId};
+use std::future::Future;
+use std::sync::Arc;
+
+/// A scheduler without Ms (see the module doc).
+pub struct Scheduler {
+    shared: Arc<Shared>,
+}
+
+/// One P, owned by the model thread that plays its M.
+pub struct P {
+    p: Box<Processor>,
+    shared: Arc<Shared>,
+}
+
+/// A task's run-queue reference (`Notified`). Dropping it releases the reference.
+pub struct Task(Notified);
+
+impl Scheduler {
+    /// A scheduler with `procs` Ps, all returned to the caller.
+    pub fn new(procs: usize) -> (Scheduler, Vec<P>) {
+        let (shared, ps) = Shared::new(Config {
+            procs,
+            thread_name: "loom-m".to_string(),
+            stack_size: None,
+            tracer: None,
+            task_cache: true,
+        });
+        let shared = Arc::new(shared);
+        let ps = ps.into_iter().map(|p| P { p, shared: shared.clone() }).collect();
+        (Scheduler { shared }, ps)
+    }
+
+    /// Creates a task (state `NOTIFIED`, as after `spawn`) without queueing it: the returned
+    /// [`Task`] is its run-queue reference.
+    pub fn task<F>(&self, future: F) -> (Task, JoinHandle<F::Output>)
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let id = TaskId(self.shared.idgen.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let (task, raw) = allocate(future, id, self.shared.clone(), None);
+        (Task(task), JoinHandle::new(raw))
+    }
+
+    /// Creates a task and pushes it on the global queue, as a spawn from outside the runtime.
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (task, handle) = self.task(future);
+        self.shared.inject(task.0);
+        handle
+    }
+
+    /// Pops and runs global-queue tasks until the queue is empty; returns how many ran.
+    pub fn run_global(&self) -> usize {
+        let mut n = 0;
+        while let Steal::Success(t) = self.shared.injector.steal() {
+            t.run();
+            n += 1;
+        }
+        n
+    }
+
+    /// `PShared::runnext_steal` on P `victim`.
+    pub fn runnext_steal(&self, victim: usize) -> Option<Task> {
+        self.shared.allp[victim].runnext_steal().map(Task)
+    }
+
+    /// Steals one task from P `victim`'s local queue (not its `runnext`).
+    pub fn steal_queue(&self, victim: usize) -> Option<Task> {
+        let dest = Worker::new_fifo();
+        let t = self.shared.allp[victim].stealer.steal_batch_with_limit_and_pop(&dest, 1);
+        debug_assert!(dest.pop().is_none());
+        match t {
+            Steal::Success(t) => Some(Task(t)),
+            _ => None,
+        }
+    }
+
+    /// Tasks not yet freed: each live task cell holds one strong count on `Shared`. Exact
+    /// only once every [`P`] is dropped (each holds one too).
+    pub fn live_tasks(&self) -> usize {
+        Arc::strong_count(&self.shared) - 1
+    }
+}
+
+impl P {
+    /// This P's id.
+    pub fn id(&self) -> usize {
+        self.p.id
+    }
+
+    /// `Processor::runqput`; true when stealable work was added.
+    pub fn runqput(&mut self, task: Task, next: bool) -> bool {
+        self.p.runqput(&self.shared, task.0, next)
+    }
+
+    /// `Processor::runqget`: `(task, taken from runnext)`.
+    pub fn runqget(&mut self) -> Option<(Task, bool)> {
+        self.p.runqget(&self.shared).map(|(t, inherit)| (Task(t), inherit))
+    }
+}
+
+impl Task {
+    /// The task's address: identifies it without touching it (so a model can tell a task taken
+    /// twice before running, and freeing, it twice).
+    pub fn addr(&self) -> usize {
+        self.0 .0.as_ptr() as usize
+    }
+
+    /// Polls the task once (`Notified::run`), consuming the queue reference.
+    pub fn run(self) {
+        self.0.run()
+    }
+}
