@@ -141,8 +141,15 @@ impl Processor {
     pub(crate) fn runqput(&mut self, shared: &Shared, task: Notified, next: bool) -> bool {
         if next {
             let slot = &shared.allp[self.id].runnext;
+            // Only the owner makes the slot non-null, and thieves only take a non-null value,
+            // so an empty slot stays empty until we fill it: a plain release store suffices
+            // (no locked RMW on the ping-pong path). Release publishes the task to its taker.
+            if slot.load(Relaxed).is_null() {
+                slot.store(task.into_raw().as_ptr(), Release);
+                return false;
+            }
             // AcqRel: release publishes the task to whoever takes it; acquire takes ownership
-            // of the displaced one.
+            // of the displaced one (which a thief may have taken meanwhile: then `old` is null).
             let old = slot.swap(task.into_raw().as_ptr(), AcqRel);
             match NonNull::new(old) {
                 None => false,

@@ -4,7 +4,7 @@
 //! [`allocate`] and the caller owns at least one reference to the task.
 
 use super::cache::{alloc_cell, free_cell, CellCache};
-use super::state::{State, ToIdle, ToRunning, CANCELLED, JOIN_INTEREST, JOIN_WAKER, NOTIFIED};
+use super::state::{State, ToIdle, ToRunning, CANCELLED, JOIN_INTEREST, JOIN_WAKER, NOTIFIED, OWNED};
 use super::JoinError;
 use crate::loom::cell::UnsafeCell;
 use crate::sched::Shared;
@@ -242,10 +242,9 @@ where
             shared.trace_poll_end(header.id, false);
             // About to park (not woken during the poll): make the task findable by shutdown.
             // We still hold RUNNING, which `owned.insert` requires.
-            let snap = header.state.load();
-            if !snap.has(NOTIFIED | CANCELLED)
-                && !shared.owned.is_linked(header)
-                && shared.owned.insert(header).is_err()
+            // One load decides: woken or aborted during the poll (not parking), or already
+            // in the list (OWNED).
+            if !header.state.load().has(NOTIFIED | CANCELLED | OWNED) && shared.owned.insert(header).is_err()
             {
                 // Shutdown closed the list: drop the future now instead of parking it.
                 // SAFETY: we hold RUNNING.
