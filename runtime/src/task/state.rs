@@ -336,7 +336,7 @@ impl State {
         .0
     }
 
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn raw(&self) -> usize {
         self.0.load(Relaxed)
     }

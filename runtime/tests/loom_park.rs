@@ -1,0 +1,168 @@
+//! loom models of the M park/unpark protocol (`sched/idle.rs`: `wakep`, `startm`, `stopm`, and
+//! the idle path of `find_runnable` in `sched/worker.rs`), run through the real `Runtime`: M
+//! threads are loom threads running the real `m_main`, spawns take the real `inject`/`runqput`
+//! → `wakep` paths, joins use the real `JoinHandle` wake-ups, and `Runtime::drop` runs the real
+//! shutdown (which joins every M).
+//!
+//! A spawn racing an M that is going to sleep must never be lost. Each model spawns and then
+//! waits for its tasks; if some interleaving left a task queued while every M sleeps, the
+//! waiting thread would sleep forever and loom would report a deadlock. Also checked: each task
+//! runs exactly once, and shutdown completes. The last model races spawns against shutdown
+//! (every future dropped exactly once); it alone runs at 3 preemptions (see its doc).
+//!
+//! Ms: `build` normally starts `procs` Ms that park at once. Every M is a loom thread (loom
+//! allows 5 per model) and multiplies the interleavings, so the larger models use the
+//! loom-only `Builder::loom_prestart_ms(0)`: Ms are then started on demand by `startm` through
+//! the real `newm` path. The two procs = 1 single-spawn models keep the eager start, so the
+//! race of a just-started M parking (`stopm` with no P) against `startm` is covered too.
+//!
+//! Run with
+//! ```text
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
+//!     cargo test -p gmprt-runtime --release --test loom_park
+//! ```
+#![cfg(loom)]
+
+use gmprt_runtime::Runtime;
+use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use loom::thread;
+use std::future::Future;
+use std::sync::Arc;
+
+/// A task body that counts its runs in `runs` and returns `v`.
+fn task(runs: &Arc<AtomicUsize>, v: u32) -> impl Future<Output = u32> + Send + 'static {
+    let runs = runs.clone();
+    async move {
+        runs.fetch_add(1, SeqCst);
+        v
+    }
+}
+
+/// procs = 1, M started by `build`. A plain (non-runtime) thread spawns (global queue +
+/// `wakep`) while the only M is on its way to park; the spawner then blocks in `join()`.
+#[test]
+fn park_spawn_from_outside_thread_procs1() {
+    loom::model(|| {
+        let rt = Runtime::builder().procs(1).build().unwrap();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let spawner = {
+            let h = rt.handle();
+            let body = task(&runs, 42);
+            thread::spawn(move || h.spawn(body).join().unwrap())
+        };
+        assert_eq!(spawner.join().unwrap(), 42);
+        assert_eq!(runs.load(SeqCst), 1);
+        drop(rt);
+    });
+}
+
+/// procs = 1, M started by `build`. `block_on` spawns (this thread holds no P: global queue +
+/// `wakep`) and awaits the handle.
+#[test]
+fn park_spawn_from_block_on_procs1() {
+    loom::model(|| {
+        let rt = Runtime::builder().procs(1).build().unwrap();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let body = task(&runs, 42);
+        assert_eq!(rt.block_on(async move { gmprt_runtime::spawn(body).await.unwrap() }), 42);
+        assert_eq!(runs.load(SeqCst), 1);
+        drop(rt);
+    });
+}
+
+/// procs = 1. The classic lost-wakeup race: the spawner waits for task A, so the M that ran A
+/// is now on its idle path (`pidleput`; fence; recheck every queue; `stopm`) while the spawner
+/// submits B (`inject`; fence in `wakep`; read `npidle`/`nmspinning`). B must run.
+#[test]
+fn park_second_spawn_races_idle_path_procs1() {
+    loom::model(|| {
+        let rt = Runtime::builder().procs(1).loom_prestart_ms(0).build().unwrap();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let h = rt.handle();
+        assert_eq!(h.spawn(task(&runs, 1)).join().unwrap(), 1);
+        assert_eq!(h.spawn(task(&runs, 2)).join().unwrap(), 2);
+        assert_eq!(runs.load(SeqCst), 2);
+        drop(rt);
+    });
+}
+
+/// procs = 2. `block_on` spawns; the spinning M that finds the task wakes another
+/// (`resetspinning`'s `wakep`), which spins, steals nothing and parks again.
+#[test]
+fn park_spawn_from_block_on_procs2() {
+    loom::model(|| {
+        let rt = Runtime::builder().procs(2).loom_prestart_ms(0).build().unwrap();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let body = task(&runs, 42);
+        assert_eq!(rt.block_on(async move { gmprt_runtime::spawn(body).await.unwrap() }), 42);
+        assert_eq!(runs.load(SeqCst), 1);
+        drop(rt);
+    });
+}
+
+/// procs = 2. A task spawns two children from its M: the first goes to `runnext` (no wakep),
+/// the second displaces it into the local queue (stealable: `wakep`), so a second M may steal
+/// it (or `runnext`) while the first M runs them. Every child runs exactly once and the
+/// parent's awaits complete.
+#[test]
+fn park_spawn_from_task_procs2() {
+    loom::model(|| {
+        let rt = Runtime::builder().procs(2).loom_prestart_ms(0).build().unwrap();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let (a, b) = (task(&runs, 1), task(&runs, 2));
+        let parent = async move {
+            let ha = gmprt_runtime::spawn(a);
+            let hb = gmprt_runtime::spawn(b);
+            ha.await.unwrap() + hb.await.unwrap()
+        };
+        assert_eq!(rt.block_on(async move { gmprt_runtime::spawn(parent).await.unwrap() }), 3);
+        assert_eq!(runs.load(SeqCst), 2);
+        drop(rt);
+    });
+}
+
+/// A future that counts its drops.
+struct DropCount(Arc<AtomicUsize>);
+
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// procs = 1. A plain thread spawns a task (which spawns a child into its P's `runnext`) and
+/// then a second task, while `Runtime::drop` shuts down: Ms exit and return their Ps (maybe
+/// with queued work) to the idle list while the spawns' `wakep`s take idle Ps. Shutdown must
+/// still find every task: each future is dropped exactly once (run or cancelled), and every
+/// `join` returns.
+///
+/// Runs with at least 3 preemptions whatever `LOOM_MAX_PREEMPTIONS` says (about 25 s): the
+/// race fixed in 7ad0462 (`wakep` held an idle P outside the idle list while shutdown collected
+/// it, then put it back, stranding the child and spinning in `wakep`) needs 3 to be reached.
+#[test]
+fn park_spawns_race_shutdown_procs1() {
+    let mut b = loom::model::Builder::new();
+    if let Some(n) = b.preemption_bound {
+        b.preemption_bound = Some(n.max(3));
+    }
+    b.check(|| {
+        let rt = Runtime::builder().procs(1).loom_prestart_ms(0).build().unwrap();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let spawner = {
+            let h = rt.handle();
+            let (g1, g2, g3) = (DropCount(drops.clone()), DropCount(drops.clone()), DropCount(drops.clone()));
+            thread::spawn(move || {
+                let parent = h.spawn(async move {
+                    let _g1 = g1;
+                    drop(gmprt_runtime::spawn(async move { drop(g2) }));
+                });
+                let second = h.spawn(async move { drop(g3) });
+                let _ = parent.join();
+                let _ = second.join();
+            })
+        };
+        drop(rt);
+        spawner.join().unwrap();
+        assert_eq!(drops.load(SeqCst), 3, "futures dropped {} times, want 3", drops.load(SeqCst));
+    });
+}
