@@ -18,28 +18,14 @@ use proptest::prelude::*;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-/// Marker in the messages of the panics the programs cause on purpose.
-const EXPECTED: &str = "[expected test panic]";
+mod common;
+use common::{quiet_expected_panics, EXPECTED};
+
 const GATES: usize = 4;
 const MAX_OPS: usize = 40;
-
-fn quiet_expected_panics() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let p = info.payload();
-            let expected = p.downcast_ref::<&str>().is_some_and(|s| s.contains(EXPECTED))
-                || p.downcast_ref::<String>().is_some_and(|s| s.contains(EXPECTED));
-            if !expected {
-                prev(info);
-            }
-        }));
-    });
-}
 
 // ---------------------------------------------------------------------------------------------
 // The gate: tasks park on it until it opens (once, for good).

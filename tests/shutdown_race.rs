@@ -10,61 +10,14 @@
 //! the dropping thread walks the owned-task list (`OwnedTasks::close_and_drain`). Each future
 //! must still be dropped exactly once, and nothing may panic or crash.
 
-use gmprt::runtime::{Runtime, RuntimeStats};
+use gmprt::runtime::Runtime;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
 
-/// One counter per task.
-#[derive(Clone)]
-struct Counters(Arc<Vec<AtomicUsize>>);
-
-impl Counters {
-    fn new(n: usize) -> Self {
-        Counters(Arc::new((0..n).map(|_| AtomicUsize::new(0)).collect()))
-    }
-    #[track_caller]
-    fn assert_all(&self, want: usize, what: &str) {
-        for (i, c) in self.0.iter().enumerate() {
-            let got = c.load(SeqCst);
-            assert_eq!(got, want, "{what}: counter {i} is {got}, want {want} (of {})", self.0.len());
-        }
-    }
-}
-
-/// Bumps `counters[i]` when dropped.
-struct DropGuard {
-    counters: Counters,
-    i: usize,
-}
-
-impl DropGuard {
-    fn new(counters: &Counters, i: usize) -> Self {
-        DropGuard { counters: counters.clone(), i }
-    }
-}
-
-impl Drop for DropGuard {
-    fn drop(&mut self) {
-        self.counters.0[self.i].fetch_add(1, SeqCst);
-    }
-}
-
-fn wait_until(mut cond: impl FnMut() -> bool) {
-    while !cond() {
-        std::thread::yield_now();
-    }
-}
-
-#[track_caller]
-fn assert_shut_down(st: &RuntimeStats) {
-    assert_eq!(st.spawned, st.completed + st.cancelled, "{st:?}");
-    assert_eq!(st.threads, 0, "{st:?}");
-    assert_eq!(st.global_queue_len, 0, "{st:?}");
-    assert!(st.local_queue_lens.iter().all(|&n| n == 0), "{st:?}");
-    assert_eq!(st.parked_tasks, 0, "{st:?}");
-}
+mod common;
+use common::*;
 
 /// A future that stays pending forever, waking nobody, and re-registers its waker in `slot`
 /// each poll.
