@@ -274,14 +274,15 @@ where
     unsafe { complete(ptr, true, false) };
 }
 
-/// Drops the future, stores `Cancelled`, completes. Caller holds `RUNNING`; `owns_queue_ref`
-/// says whether the caller's reference (released here) is the queue's.
+/// Drops the future and completes the task as cancelled: the stage is left `Consumed`, which
+/// `read_output` reports as `JoinError::Cancelled` (this function does not know `F`). A panic
+/// in the future's destructor is contained and dropped: the task was cancelled either way.
+/// Caller holds `RUNNING`. With `owns_queue_ref` the caller's queue reference is released
+/// here; otherwise the caller keeps (and later releases) its own reference.
 unsafe fn cancel_and_complete(ptr: NonNull<Header>, owns_queue_ref: bool) {
     // SAFETY: caller holds RUNNING.
     unsafe {
         let _ = (ptr.as_ref().vtable.drop_stage)(ptr);
-        // The stage is Consumed now; `complete` stores Cancelled through the vtable-free path
-        // below since we do not know F here.
         complete(ptr, owns_queue_ref, true);
     }
 }
