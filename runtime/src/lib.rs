@@ -28,6 +28,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
+pub mod chan;
 pub(crate) mod loom;
 #[cfg(loom)]
 #[doc(hidden)]
@@ -37,7 +38,9 @@ mod runtime;
 pub(crate) mod sched;
 #[cfg(not(loom))]
 mod schedtrace;
+pub mod sync;
 pub(crate) mod task;
+pub mod time;
 pub mod trace;
 mod yield_now;
 
