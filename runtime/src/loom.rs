@@ -15,6 +15,11 @@ pub(crate) const LOOM: bool = cfg!(loom);
 mod imp {
     pub(crate) mod sync {
         pub(crate) use parking_lot::{Condvar, Mutex, MutexGuard};
+
+        /// Waits on `cv` for at most `d`; true if it timed out.
+        pub(crate) fn wait_for<T>(cv: &Condvar, g: &mut MutexGuard<'_, T>, d: std::time::Duration) -> bool {
+            cv.wait_for(g, d).timed_out()
+        }
         pub(crate) mod atomic {
             pub(crate) use std::sync::atomic::{
                 fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
@@ -100,6 +105,12 @@ mod imp {
                 self.0.notify_all();
                 0
             }
+        }
+
+        /// loom has no timed wait: models never depend on timers, so this waits for a notify.
+        pub(crate) fn wait_for<T>(cv: &Condvar, g: &mut MutexGuard<'_, T>, _d: std::time::Duration) -> bool {
+            cv.wait(g);
+            false
         }
 
         pub(crate) mod atomic {

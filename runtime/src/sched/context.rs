@@ -19,11 +19,20 @@ pub(crate) struct Context {
     pub(crate) pid: Cell<usize>,
     /// M id, for traces (`usize::MAX` on non-M threads).
     pub(crate) mid: usize,
+    /// Set while this M wakes the tasks of fired timers: they go to the queue tail, in
+    /// deadline order, instead of `runnext` (which would run the last one first).
+    pub(crate) wake_to_tail: Cell<bool>,
 }
 
 impl Context {
     pub(crate) fn new(shared: Arc<Shared>, mid: usize) -> Self {
-        Context { shared, p: RefCell::new(None), pid: Cell::new(usize::MAX), mid }
+        Context {
+            shared,
+            p: RefCell::new(None),
+            pid: Cell::new(usize::MAX),
+            mid,
+            wake_to_tail: Cell::new(false),
+        }
     }
 
     /// Installs (or removes) the held P.

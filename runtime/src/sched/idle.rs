@@ -58,8 +58,9 @@
 use super::processor::Processor;
 use super::Shared;
 use crate::loom::sync::atomic::{fence, Ordering::SeqCst};
-use crate::loom::sync::{Condvar, Mutex, MutexGuard};
+use crate::loom::sync::{wait_for, Condvar, Mutex, MutexGuard};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// State under `Shared::sched` (Go's `sched.lock`).
 pub(crate) struct Sched {
@@ -165,7 +166,12 @@ impl Shared {
 
     /// Go's `stopm`: park this M until `startm` hands it a P (`Some((p, spinning))`) or the
     /// runtime shuts down (`None`). The M must hold no P.
-    pub(crate) fn stopm(&self, park: &Arc<MPark>) -> Option<(Box<Processor>, bool)> {
+    ///
+    /// With `timer` (a runtime-nanosecond deadline, 0 for none) the M wakes by itself at that
+    /// time, takes an idle P if there is one and returns as a spinning M, which then fires the
+    /// due timers (Go: the M blocked in `netpoll(delay)`). If every P is busy, their Ms fire
+    /// timers at their next scheduling round, and this M parks again without a deadline.
+    pub(crate) fn stopm(&self, park: &Arc<MPark>, mut timer: u64) -> Option<(Box<Processor>, bool)> {
         {
             let mut s = self.sched.lock();
             // Checked under the lock: shutdown sets the flag, then takes the lock to wake midle.
@@ -177,15 +183,48 @@ impl Shared {
         }
         self.external_stats.parks.bump_shared();
         self.trace_park();
-        let mut slot = park.slot.lock();
         loop {
+            let mut slot = park.slot.lock();
+            loop {
+                if let Some(p) = slot.p.take() {
+                    return Some((p, std::mem::take(&mut slot.spinning)));
+                }
+                if slot.shutdown {
+                    return None;
+                }
+                if timer == 0 {
+                    park.cv.wait(&mut slot);
+                    continue;
+                }
+                let now = self.now_nanos();
+                if now >= timer {
+                    break;
+                }
+                wait_for(&park.cv, &mut slot, Duration::from_nanos(timer - now));
+            }
+            drop(slot);
+            // Timed out. Under `sched` (lock order: sched, then slot) either startm already
+            // popped us and handed a P, or we are still in midle and leave it ourselves.
+            let mut s = self.sched.lock();
+            let mut slot = park.slot.lock();
             if let Some(p) = slot.p.take() {
                 return Some((p, std::mem::take(&mut slot.spinning)));
             }
             if slot.shutdown {
                 return None;
             }
-            park.cv.wait(&mut slot);
+            drop(slot);
+            if let Some(p) = self.pidleget(&mut s) {
+                if let Some(i) = s.midle.iter().position(|m| Arc::ptr_eq(m, park)) {
+                    s.midle.swap_remove(i);
+                    self.nmidle.fetch_sub(1, SeqCst);
+                }
+                // Spinning: it must look at every P's timers and queues (nmspinning counts it).
+                self.nmspinning.fetch_add(1, SeqCst);
+                return Some((p, true));
+            }
+            // Every P is busy: their Ms run due timers themselves. Park without a deadline.
+            timer = 0;
         }
     }
 

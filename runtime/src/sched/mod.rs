@@ -21,6 +21,7 @@ pub(crate) mod idle;
 pub(crate) mod processor;
 pub(crate) mod queue;
 pub(crate) mod stats;
+pub(crate) mod timers;
 pub(crate) mod worker;
 
 use self::context::with_current;
@@ -73,6 +74,8 @@ pub(crate) struct Shared {
     pub(crate) tracer: Option<Arc<dyn Tracer>>,
     pub(crate) thread_name: String,
     pub(crate) stack_size: Option<usize>,
+    /// Origin of the runtime's timer clock (`timers.rs`).
+    pub(crate) epoch: std::time::Instant,
     /// Wakes the monitor thread at shutdown.
     pub(crate) monitor: (Mutex<bool>, Condvar),
 }
@@ -113,6 +116,7 @@ impl Shared {
             tracer,
             thread_name,
             stack_size,
+            epoch: std::time::Instant::now(),
             monitor: (Mutex::new(false), Condvar::new()),
         };
         (shared, ps)
@@ -240,7 +244,8 @@ impl Shared {
             if let Some(cx) = cx.filter(|cx| std::ptr::eq(&*cx.shared, self)) {
                 if let Ok(mut guard) = cx.p.try_borrow_mut() {
                     if let Some(p) = guard.as_mut() {
-                        let stealable = p.runqput(self, task, !is_yield);
+                        let next = !is_yield && !cx.wake_to_tail.get();
+                        let stealable = p.runqput(self, task, next);
                         drop(guard);
                         if stealable {
                             self.wakep();
@@ -313,6 +318,7 @@ impl Shared {
         st.threads = self.mcount.load(Relaxed);
         st.global_queue_len = self.injector.len();
         st.parked_tasks = self.owned.len();
+        st.timers = self.allp.iter().map(|p| p.timers.lock().len()).sum();
         st
     }
 

@@ -34,9 +34,11 @@
 use super::queue::{Injector, Steal, Stealer, Worker};
 use super::stats::PStats;
 use super::Shared;
-use crate::loom::sync::atomic::{AtomicPtr, Ordering::*};
+use crate::loom::sync::atomic::{AtomicPtr, AtomicU64, Ordering::*};
+use crate::loom::sync::Mutex;
 use crate::task::cache::CellCache;
 use crate::task::{Header, Notified, TaskId};
+use crate::time::TimerHeap;
 use std::ptr::{self, NonNull};
 
 /// Consecutive `runnext` runs before the slot yields to the queue. Go bounds the inherited
@@ -61,6 +63,12 @@ pub(crate) struct PShared {
     pub(crate) stealer: Stealer<Notified>,
     pub(crate) runnext: AtomicPtr<Header>,
     pub(crate) stats: PStats,
+    /// This P's timers (`time/heap.rs`). Any M may lock it: the owner to add and fire, others
+    /// to fire timers of a P whose M is busy, and a `Sleep`'s owner to cancel.
+    pub(crate) timers: Mutex<TimerHeap>,
+    /// The heap's earliest deadline in runtime nanoseconds, 0 when empty (Go's `timer0When`):
+    /// lets an M skip the lock and the clock when nothing is due. Written under `timers`.
+    pub(crate) timer0_when: AtomicU64,
 }
 
 impl PShared {
@@ -72,6 +80,14 @@ impl PShared {
     /// True if this P has queued work (used by the idle path's recheck).
     pub(crate) fn has_work(&self) -> bool {
         !self.stealer.is_empty() || !self.runnext.load(Acquire).is_null()
+    }
+
+    /// Mirrors the heap's earliest deadline; call with `timers` held.
+    pub(crate) fn set_timer0(&self, when: u64) {
+        // SeqCst: an M going idle reads every P's timer0_when after its fence (idle.rs, step 3),
+        // and a timer added off an M is followed by `wakep`'s fence: store-buffering as for
+        // queued tasks, so a new deadline is seen by the idle M or the idle M is woken.
+        self.timer0_when.store(when, SeqCst);
     }
 
     /// Any M, last resort of stealing: takes this P's `runnext` task.
@@ -111,6 +127,8 @@ impl Processor {
             stealer: runq.stealer(),
             runnext: AtomicPtr::new(ptr::null_mut()),
             stats: PStats::default(),
+            timers: Mutex::new(TimerHeap::default()),
+            timer0_when: AtomicU64::new(0),
         };
         let p = Processor {
             id,

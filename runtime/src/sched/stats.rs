@@ -77,6 +77,8 @@ pub struct RuntimeStats {
     pub global_queue_len: usize,
     /// Tasks that have parked and not yet completed (in the owned-task list).
     pub parked_tasks: usize,
+    /// Timers registered in the per-P heaps (pending `sleep`s).
+    pub timers: usize,
 }
 
 impl RuntimeStats {

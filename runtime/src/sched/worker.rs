@@ -33,7 +33,7 @@ pub(crate) fn m_main(shared: Arc<Shared>, mid: usize, p: Option<Box<Processor>>,
     let mut m = M { spinning, park: Arc::new(MPark::default()) };
     match p {
         Some(p) => cx.set_p(Some(p)),
-        None => match shared.stopm(&m.park) {
+        None => match shared.stopm(&m.park, 0) {
             Some((p, sp)) => {
                 cx.set_p(Some(p));
                 m.spinning = sp;
@@ -67,6 +67,9 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
         if shared.is_shutdown() {
             return None;
         }
+        // Due timers of our P first (Go's checkTimers); the tasks they wake land on our P. Not
+        // under the P borrow: waking puts tasks on it.
+        shared.run_timers(cx.pid.get());
         {
             let mut guard = cx.p.borrow_mut();
             let p = guard.as_mut().expect("M in find_runnable without a P");
@@ -101,6 +104,11 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
             }
         }
 
+        // Before giving up the P: due timers anywhere (a P whose M is stuck in a long poll).
+        if shared.run_all_timers() {
+            continue;
+        }
+
         // The idle path (idle.rs, step 3).
         let p = cx.take_p().expect("M without a P");
         {
@@ -119,7 +127,10 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
         // Pairs with the fence in `wakep`: either we see the submitter's task below, or it sees
         // our npidle/nmspinning updates above.
         fence(SeqCst);
-        if shared.any_work_visible() {
+        // After the fence, like the queues: a timer added off an M is followed by `wakep`.
+        let next_timer = shared.next_timer_when();
+        let timer_due = next_timer != 0 && next_timer <= shared.now_nanos();
+        if timer_due || shared.any_work_visible() {
             let p = {
                 let mut s = shared.sched.lock();
                 shared.pidleget(&mut s)
@@ -136,7 +147,8 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
             }
             // Another M took the idle P; it will find the work.
         }
-        match shared.stopm(&m.park) {
+        // Park; until the earliest timer if there is one (Go parks in netpoll(delay)).
+        match shared.stopm(&m.park, next_timer) {
             Some((p, spinning)) => {
                 cx.set_p(Some(p));
                 m.spinning = spinning;

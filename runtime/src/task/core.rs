@@ -347,12 +347,21 @@ unsafe fn dealloc<F: Future>(ptr: NonNull<Header>) {
     }
 }
 
+/// Drops whatever the stage holds **in place** and leaves it `Consumed`; returns the panic
+/// message if a destructor panicked. In place matters: the future is pinned, and a pinned value
+/// must be dropped where it lives (a `Sleep` inside it has its address registered in a timer
+/// heap until its destructor removes it). Moving it out to drop it broke exactly that.
 unsafe fn drop_stage<F: Future>(ptr: NonNull<Header>) -> Option<String> {
     // SAFETY: caller has exclusive access to the stage.
     let stage = unsafe { stage::<F>(ptr) };
-    // SAFETY: exclusive access (see the function contract).
-    let old = stage.with_mut(|s| unsafe { std::ptr::replace(s, Stage::Consumed) });
-    catch_unwind(AssertUnwindSafe(move || drop(old))).err().map(panic_message)
+    stage.with_mut(|s| {
+        // SAFETY: exclusive access; the stage is initialised. If a destructor panics, the
+        // value counts as dropped (Rust's drop-glue rule) and we overwrite it without dropping.
+        let panicked = catch_unwind(AssertUnwindSafe(|| unsafe { std::ptr::drop_in_place(s) })).err();
+        // SAFETY: `s` is valid for writes; its old value has been dropped.
+        unsafe { std::ptr::write(s, Stage::Consumed) };
+        panicked.map(panic_message)
+    })
 }
 
 unsafe fn read_output<F: Future>(ptr: NonNull<Header>, dst: *mut ()) {

@@ -1,2 +1,264 @@
-//! Timers: `sleep`, `sleep_until`, `timeout`, `interval`, on per-P timer heaps.
-//! (Being written; see issue 3.)
+//! Timers: [`sleep`], [`sleep_until`], [`timeout`], [`interval`] — Go's `time.Sleep`,
+//! `time.After` in a `select`, `context.WithTimeout`, `time.Ticker`.
+//!
+//! # Design (Go's per-P timers)
+//! Each P has a 4-ary min-heap of timers (`heap.rs`). A sleeping task's timer node lives inside
+//! its `Sleep` future (no allocation per timer) and is registered, on first poll, in the heap of
+//! the P the task runs on (P 0 when polled outside an M, e.g. in `block_on`). Ms run expired
+//! timers:
+//! * every scheduling round, on their own P (one load of `timer0_when`; the clock is read only
+//!   when that P has timers);
+//! * before going idle, on every P (so a P whose M is stuck in a long poll still gets its timers
+//!   fired by others, as Go's `stealWork` does);
+//! * and an M that goes idle while timers are pending parks **until the earliest deadline**
+//!   instead of spinning or sleeping forever (Go's `findRunnable` → `netpoll(delay)`).
+//!
+//! A timer never fires early: a `Sleep` completes only once the clock has reached its deadline.
+//! It may fire late by however long the M that should run it is busy: futures cannot be
+//! preempted (see the crate docs).
+//!
+//! Memory: a sleeping task costs its cell (64-byte header + the future, whose `Sleep` is ~64
+//! bytes) plus a 16-byte heap slot. Dropping a `Sleep` (cancellation, or a `timeout` whose
+//! future finished first) removes its heap slot at once.
+
+mod heap;
+
+pub(crate) use heap::TimerHeap;
+use heap::{TimerNode, NO_INDEX};
+
+use crate::sched::context::with_current;
+use crate::sched::Shared;
+use std::future::Future;
+use std::marker::PhantomPinned;
+use std::pin::Pin;
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+/// Waits until `duration` has elapsed. Must be polled inside a gmprt runtime (a task or
+/// `Runtime::block_on`).
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// let rt = gmprt_runtime::Runtime::builder().procs(1).build().unwrap();
+/// let t0 = Instant::now();
+/// rt.block_on(gmprt_runtime::time::sleep(Duration::from_millis(5)));
+/// assert!(t0.elapsed() >= Duration::from_millis(5));
+/// ```
+pub fn sleep(duration: Duration) -> Sleep {
+    sleep_until(Instant::now() + duration)
+}
+
+/// Waits until `deadline`.
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    Sleep { deadline, reg: None, node: TimerNode::new(1), _pin: PhantomPinned }
+}
+
+/// Where a registered `Sleep`'s node lives.
+struct Registration {
+    shared: Arc<Shared>,
+    p: usize,
+}
+
+/// Future returned by [`sleep`] and [`sleep_until`].
+#[must_use = "a Sleep does nothing unless awaited"]
+pub struct Sleep {
+    deadline: Instant,
+    reg: Option<Registration>,
+    node: TimerNode,
+    _pin: PhantomPinned,
+}
+
+impl std::fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sleep")
+            .field("deadline", &self.deadline)
+            .field("registered", &self.reg.is_some())
+            .finish()
+    }
+}
+
+impl Sleep {
+    /// The instant this sleep completes at.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// True once the deadline has passed.
+    pub fn is_elapsed(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+
+    /// Moves the deadline (used by `Interval`). Unregisters first; the next poll registers again.
+    pub fn reset(self: Pin<&mut Self>, deadline: Instant) {
+        // SAFETY: we do not move the node; `unregister` only touches it under the heap lock.
+        let this = unsafe { self.get_unchecked_mut() };
+        this.unregister();
+        this.deadline = deadline;
+    }
+
+    fn unregister(&mut self) {
+        let Some(reg) = self.reg.take() else { return };
+        let ps = &reg.shared.allp[reg.p];
+        let mut heap = ps.timers.lock();
+        // SAFETY: under the heap lock (module rules in heap.rs).
+        let index = self.node.inner.with(|n| unsafe { (*n).index });
+        if index != NO_INDEX {
+            heap.remove(index);
+            ps.set_timer0(heap.first_when());
+        }
+        // SAFETY: under the heap lock; reset for a possible re-registration.
+        self.node.inner.with_mut(|n| unsafe {
+            (*n).fired = false;
+            (*n).waker = None;
+        });
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // SAFETY: the node is never moved out; its address is stable while pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        if Instant::now() >= this.deadline {
+            this.unregister();
+            return Poll::Ready(());
+        }
+        if let Some(reg) = &this.reg {
+            let heap = reg.shared.allp[reg.p].timers.lock();
+            // SAFETY: under the heap lock.
+            let done = this.node.inner.with_mut(|n| unsafe {
+                if (*n).fired {
+                    return true;
+                }
+                match &(*n).waker {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    _ => (*n).waker = Some(cx.waker().clone()),
+                }
+                false
+            });
+            drop(heap);
+            // Fired means the clock passed `when`, which is `deadline` rounded up: not early.
+            return if done { Poll::Ready(()) } else { Poll::Pending };
+        }
+        // First poll: register in the current P's heap (P 0 off an M).
+        let (shared, p, on_m) = with_current(|c| match c {
+            Some(c) => {
+                let pid = c.pid.get();
+                let on_m = pid != usize::MAX;
+                (c.shared.clone(), if on_m { pid } else { 0 }, on_m)
+            }
+            None => panic!(
+                "gmprt timers need a runtime: await this Sleep inside a gmprt task or Runtime::block_on"
+            ),
+        });
+        let when = shared.nanos(this.deadline);
+        {
+            let ps = &shared.allp[p];
+            let mut heap = ps.timers.lock();
+            // SAFETY: not yet registered: we are the only user; the lock orders it for firers.
+            this.node.inner.with_mut(|n| unsafe {
+                (*n).when = when;
+                (*n).fired = false;
+                (*n).waker = Some(cx.waker().clone());
+            });
+            // SAFETY: the node is pinned in this future, which removes it in `drop`.
+            unsafe { heap.push(NonNull::from(&this.node)) };
+            ps.set_timer0(heap.first_when());
+        }
+        this.reg = Some(Registration { shared: shared.clone(), p });
+        shared.timer_added(on_m);
+        Poll::Pending
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        self.unregister();
+    }
+}
+
+/// The error of [`timeout`]: the deadline passed first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Elapsed(());
+
+impl std::fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("deadline has elapsed")
+    }
+}
+
+impl std::error::Error for Elapsed {}
+
+/// Runs `future` with a time limit: `Ok(output)` if it finishes first, else `Err(Elapsed)` (the
+/// future is dropped). A future that is ready on its first poll wins even with a zero limit.
+pub fn timeout<F: Future>(duration: Duration, future: F) -> Timeout<F> {
+    Timeout { future, sleep: sleep(duration) }
+}
+
+/// Future returned by [`timeout`].
+#[must_use = "a Timeout does nothing unless awaited"]
+#[derive(Debug)]
+pub struct Timeout<F> {
+    future: F,
+    sleep: Sleep,
+}
+
+impl<F: Future> Future for Timeout<F> {
+    type Output = Result<F::Output, Elapsed>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: structural pinning of both fields; neither is moved.
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: as above.
+        if let Poll::Ready(v) = unsafe { Pin::new_unchecked(&mut this.future) }.poll(cx) {
+            return Poll::Ready(Ok(v));
+        }
+        // SAFETY: as above.
+        match unsafe { Pin::new_unchecked(&mut this.sleep) }.poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(Elapsed(()))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// A ticker: [`Interval::tick`] completes at `start + k·period`. The first tick is immediate;
+/// ticks missed by a slow consumer are skipped, not bunched (Go's `time.Ticker` drops them).
+///
+/// # Panics
+/// If `period` is zero.
+pub fn interval(period: Duration) -> Interval {
+    assert!(!period.is_zero(), "interval period must be non-zero");
+    Interval { period, next: Instant::now(), sleep: Box::pin(sleep_until(Instant::now())) }
+}
+
+/// Returned by [`interval`].
+#[derive(Debug)]
+pub struct Interval {
+    period: Duration,
+    next: Instant,
+    sleep: Pin<Box<Sleep>>,
+}
+
+impl Interval {
+    /// Waits for the next tick and returns its scheduled instant.
+    pub async fn tick(&mut self) -> Instant {
+        let at = self.next;
+        self.sleep.as_mut().reset(at);
+        self.sleep.as_mut().await;
+        let now = Instant::now();
+        self.next = at + self.period;
+        if self.next <= now {
+            // Missed ticks are dropped: the next one is a whole period from now.
+            self.next = now + self.period;
+        }
+        at
+    }
+
+    /// The period.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+}
