@@ -44,8 +44,9 @@ pub mod time;
 pub mod trace;
 mod yield_now;
 
-pub use crate::runtime::{BuildError, Builder, Handle, Runtime, SpawnError};
+pub use crate::runtime::{BuildError, Builder, Handle, Runtime, SpawnError, DEFAULT_MAX_THREADS};
 pub use crate::sched::stats::RuntimeStats;
+pub use crate::sched::syscall::{syscall, ThreadLimit};
 pub use crate::task::{JoinError, JoinHandle, TaskId};
 pub use crate::yield_now::{yield_now, YieldNow};
 

@@ -22,7 +22,7 @@ mod imp {
         }
         pub(crate) mod atomic {
             pub(crate) use std::sync::atomic::{
-                fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
+                fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
             };
         }
     }
@@ -115,7 +115,7 @@ mod imp {
 
         pub(crate) mod atomic {
             pub(crate) use loom::sync::atomic::{
-                fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
+                fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
             };
         }
     }

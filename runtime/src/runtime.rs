@@ -28,7 +28,17 @@ pub enum BuildError {
     },
     /// An M thread could not be started.
     Thread(std::io::Error),
+    /// `max_threads` is below `procs`: every P needs an M.
+    MaxThreads {
+        /// The cap asked for.
+        max_threads: usize,
+        /// The number of Ps.
+        procs: usize,
+    },
 }
+
+/// Go's default `SetMaxThreads`.
+pub const DEFAULT_MAX_THREADS: usize = 10_000;
 
 impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -38,6 +48,10 @@ impl fmt::Display for BuildError {
             }
             BuildError::BadEnv { var, value } => write!(f, "{var}={value:?} is not a whole number"),
             BuildError::Thread(e) => write!(f, "could not start a worker thread: {e}"),
+            BuildError::MaxThreads { max_threads, procs } => write!(
+                f,
+                "max_threads ({max_threads}) must be at least procs ({procs}): every P needs an M to run on"
+            ),
         }
     }
 }
@@ -80,6 +94,7 @@ pub struct Builder {
     schedtrace: Option<Duration>,
     tracer: Option<Arc<dyn Tracer>>,
     task_cache: Option<bool>,
+    max_threads: Option<usize>,
     /// loom models only: Ms started by `build` (default `procs`).
     #[cfg(loom)]
     loom_prestart_ms: Option<usize>,
@@ -133,6 +148,13 @@ impl Builder {
         self
     }
 
+    /// Cap on OS threads running Ms (Go's `debug.SetMaxThreads`, default 10,000). Blocking
+    /// calls that would need more get `Err(ThreadLimit)` from `syscall`; zero is an error.
+    pub fn max_threads(mut self, n: usize) -> Self {
+        self.max_threads = Some(n);
+        self
+    }
+
     /// Attaches a tracer that receives every scheduler event.
     pub fn tracer(mut self, t: Arc<dyn Tracer>) -> Self {
         self.tracer = Some(t);
@@ -180,6 +202,10 @@ impl Builder {
         let prestart = self.loom_prestart_ms.unwrap_or(procs).min(procs);
         #[cfg(not(loom))]
         let prestart = procs;
+        let max_threads = self.max_threads.unwrap_or(DEFAULT_MAX_THREADS);
+        if max_threads < procs {
+            return Err(BuildError::MaxThreads { max_threads, procs });
+        }
         let name = self.thread_name.unwrap_or_else(|| "gmprt-m".to_string());
         let (shared, ps) = Shared::new(Config {
             procs,
@@ -187,6 +213,7 @@ impl Builder {
             stack_size: self.stack_size,
             tracer: self.tracer,
             task_cache: self.task_cache.unwrap_or(true),
+            max_threads,
         });
         let shared = Arc::new(shared);
         {
@@ -207,9 +234,11 @@ impl Builder {
         let mut rt = rt;
         #[cfg(loom)]
         let _ = schedtrace;
+        // sysmon: syscall retake, long-poll reports, schedtrace (not under loom: models
+        // explore the scheduler's own protocols, and sysmon only adds timing-driven noise).
         #[cfg(not(loom))]
-        if let Some(every) = schedtrace {
-            rt.monitor = Some(crate::schedtrace::start(shared, every).map_err(BuildError::Thread)?);
+        {
+            rt.monitor = Some(crate::sched::sysmon::start(shared, schedtrace).map_err(BuildError::Thread)?);
         }
         Ok(rt)
     }

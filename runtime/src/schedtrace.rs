@@ -5,18 +5,21 @@
 //! ```
 //! `threads` counts the M threads plus this monitor thread (Go counts sysmon's M too);
 //! `idlethreads` the parked Ms; `runqueue` the global queue; the bracket each P's local queue
-//! (plus its `runnext`). The numbers are read without stopping the world, as in Go.
+//! (plus its `runnext`). The numbers are read without stopping the world, as in Go. sysmon
+//! prints it (`sched/sysmon.rs`). Once sysmon has seen a poll hog its P for over 10 ms,
+//! ` longpolls=N` is appended (Go needs no such field: it preempts).
 
 use crate::sched::Shared;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Formats one schedtrace line.
 pub(crate) fn line(shared: &Shared, elapsed: Duration) -> String {
     let lens: Vec<String> = shared.allp.iter().map(|p| p.queued().to_string()).collect();
+    let long = shared.external_stats.long_polls.get();
+    let tail = if long > 0 { format!(" longpolls={long}") } else { String::new() };
     format!(
-        "SCHED {}ms: gomaxprocs={} idleprocs={} threads={} spinningthreads={} idlethreads={} runqueue={} [{}]",
+        "SCHED {}ms: gomaxprocs={} idleprocs={} threads={} spinningthreads={} idlethreads={} runqueue={} [{}]{tail}",
         elapsed.as_millis(),
         shared.procs(),
         shared.npidle.load(Relaxed),
@@ -26,26 +29,4 @@ pub(crate) fn line(shared: &Shared, elapsed: Duration) -> String {
         shared.injector.len(),
         lens.join(" ")
     )
-}
-
-/// Starts the monitor thread that prints a line every `every` until shutdown.
-pub(crate) fn start(shared: Arc<Shared>, every: Duration) -> std::io::Result<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new().name("gmprt-schedtrace".into()).spawn(move || {
-        let start = Instant::now();
-        let mut next = start + every;
-        let (lock, cv) = &shared.monitor;
-        let mut stop = lock.lock();
-        loop {
-            if *stop {
-                return;
-            }
-            let now = Instant::now();
-            if now >= next {
-                eprintln!("{}", line(&shared, now - start));
-                next += every;
-                continue;
-            }
-            cv.wait_for(&mut stop, next - now);
-        }
-    })
 }

@@ -5,7 +5,9 @@
 //! wakes read it to put tasks on the current P (`runnext`) instead of the global queue.
 
 use super::processor::Processor;
+use super::syscall::{P_IDLE, P_RUNNING};
 use super::Shared;
+use crate::loom::sync::atomic::Ordering::SeqCst;
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
@@ -35,15 +37,23 @@ impl Context {
         }
     }
 
-    /// Installs (or removes) the held P.
+    /// Installs (or removes) the held P and marks it `RUNNING` for sysmon.
     pub(crate) fn set_p(&self, p: Option<Box<Processor>>) {
         self.pid.set(p.as_ref().map_or(usize::MAX, |p| p.id));
+        if let Some(p) = &p {
+            self.shared.allp[p.id].status.store(P_RUNNING, SeqCst);
+        }
         *self.p.borrow_mut() = p;
     }
 
+    /// Takes the held P out (the caller puts it somewhere and sets its status).
     pub(crate) fn take_p(&self) -> Option<Box<Processor>> {
         self.pid.set(usize::MAX);
-        self.p.borrow_mut().take()
+        let p = self.p.borrow_mut().take();
+        if let Some(p) = &p {
+            self.shared.allp[p.id].status.store(P_IDLE, SeqCst);
+        }
+        p
     }
 }
 

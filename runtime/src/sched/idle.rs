@@ -69,6 +69,8 @@ pub(crate) struct Sched {
     pub(crate) pidle: Vec<Box<Processor>>,
     /// Parked Ms (Go's `sched.midle`).
     pub(crate) midle: Vec<Arc<MPark>>,
+    /// Ms back from a syscall waiting for a P (`syscall.rs`); served before the idle list.
+    pub(crate) syscall_waiters: Vec<Arc<MPark>>,
     /// OS threads of Ms, joined at shutdown.
     pub(crate) threads: Vec<crate::loom::thread::JoinHandle<()>>,
     /// Ms ever started (ids).
@@ -92,7 +94,16 @@ pub(crate) struct MPark {
 
 impl Shared {
     /// Go's `pidleput`. Must hold `sched`.
+    /// An M back from a syscall waiting for a P gets it first (its poll is suspended on its
+    /// stack until then).
     pub(crate) fn pidleput(&self, s: &mut MutexGuard<'_, Sched>, p: Box<Processor>) {
+        if !s.syscall_waiters.is_empty() {
+            let m = s.syscall_waiters.remove(0);
+            let mut slot = m.slot.lock();
+            slot.p = Some(p);
+            m.cv.notify_one();
+            return;
+        }
         s.pidle.push(p);
         self.npidle.fetch_add(1, SeqCst);
     }
@@ -143,6 +154,7 @@ impl Shared {
     /// `sched` held (the P was just taken from the idle list under it). With `spinning`, the
     /// caller already counted the M in `nmspinning`. Lock order: `sched`, then an M's slot.
     pub(crate) fn startm(&self, mut s: MutexGuard<'_, Sched>, p: Box<Processor>, spinning: bool) {
+        self.sysmon_wake();
         if let Some(m) = s.midle.pop() {
             self.nmidle.fetch_sub(1, SeqCst);
             let mut slot = m.slot.lock();
@@ -177,6 +189,17 @@ impl Shared {
             // Checked under the lock: shutdown sets the flag, then takes the lock to wake midle.
             if self.is_shutdown() {
                 return None;
+            }
+            // Last look, under the lock: a `startm` that found no idle M (this one was on its
+            // way here) and could not start a thread (the thread cap) put its P back on the
+            // idle list before we took the lock, so its work is visible now. Without this a
+            // just-started M, which reaches here without the idle path's recheck, could sleep
+            // on queued work.
+            if self.any_work_visible() {
+                if let Some(p) = self.pidleget(&mut s) {
+                    self.nmspinning.fetch_add(1, SeqCst);
+                    return Some((p, true));
+                }
             }
             s.midle.push(park.clone());
             self.nmidle.fetch_add(1, SeqCst);
@@ -233,7 +256,9 @@ impl Shared {
         let ms: Vec<_> = {
             let mut s = self.sched.lock();
             self.nmidle.store(0, SeqCst);
-            std::mem::take(&mut s.midle)
+            let mut ms = std::mem::take(&mut s.midle);
+            ms.append(&mut s.syscall_waiters);
+            ms
         };
         for m in ms {
             let mut slot = m.slot.lock();

@@ -21,6 +21,8 @@ pub(crate) mod idle;
 pub(crate) mod processor;
 pub(crate) mod queue;
 pub(crate) mod stats;
+pub(crate) mod syscall;
+pub(crate) mod sysmon;
 pub(crate) mod timers;
 pub(crate) mod worker;
 
@@ -46,6 +48,8 @@ pub(crate) struct Config {
     pub(crate) tracer: Option<Arc<dyn Tracer>>,
     /// Per-P free lists of task cells (`task/cache.rs`).
     pub(crate) task_cache: bool,
+    /// Cap on M threads (Go's `SetMaxThreads`).
+    pub(crate) max_threads: usize,
 }
 
 /// Everything the Ms of one runtime share (Go's `sched` plus `allp`).
@@ -76,8 +80,10 @@ pub(crate) struct Shared {
     pub(crate) stack_size: Option<usize>,
     /// Origin of the runtime's timer clock (`timers.rs`).
     pub(crate) epoch: std::time::Instant,
-    /// Wakes the monitor thread at shutdown.
-    pub(crate) monitor: (Mutex<bool>, Condvar),
+    /// sysmon's sleep state and wake-up (`sysmon.rs`).
+    pub(crate) monitor: (Mutex<sysmon::SysmonCtl>, Condvar),
+    /// The thread cap (Go's `SetMaxThreads`), see `syscall.rs`.
+    pub(crate) max_threads: usize,
 }
 
 /// The result of `Shared::spawn`: a handle, or the refusal with a handle already cancelled.
@@ -92,7 +98,7 @@ pub(crate) enum Refused {
 impl Shared {
     #[allow(clippy::vec_box)] // Ps are boxed: they move between Ms by pointer.
     pub(crate) fn new(cfg: Config) -> (Shared, Vec<Box<Processor>>) {
-        let Config { procs, thread_name, stack_size, tracer, task_cache } = cfg;
+        let Config { procs, thread_name, stack_size, tracer, task_cache, max_threads } = cfg;
         let mut ps = Vec::with_capacity(procs);
         let mut allp = Vec::with_capacity(procs);
         for id in 0..procs {
@@ -103,7 +109,13 @@ impl Shared {
         let shared = Shared {
             allp: allp.into_boxed_slice(),
             injector: Injector::new(),
-            sched: Mutex::new(Sched { pidle: Vec::new(), midle: Vec::new(), threads: Vec::new(), mnext: 0 }),
+            sched: Mutex::new(Sched {
+                pidle: Vec::new(),
+                midle: Vec::new(),
+                syscall_waiters: Vec::new(),
+                threads: Vec::new(),
+                mnext: 0,
+            }),
             npidle: CachePadded::new(AtomicUsize::new(0)),
             nmspinning: CachePadded::new(AtomicUsize::new(0)),
             nmidle: AtomicUsize::new(0),
@@ -117,7 +129,8 @@ impl Shared {
             thread_name,
             stack_size,
             epoch: std::time::Instant::now(),
-            monitor: (Mutex::new(false), Condvar::new()),
+            monitor: (Mutex::new(sysmon::SysmonCtl::default()), Condvar::new()),
+            max_threads,
         };
         (shared, ps)
     }
@@ -141,6 +154,26 @@ impl Shared {
         p: Option<Box<Processor>>,
         spinning: bool,
     ) -> std::io::Result<()> {
+        // On failure the P (if any) goes back to the idle list and a spinning count is undone,
+        // so no P and no wakeup is lost: the work it was meant for stays queued for other Ms
+        // (`stopm` looks once more under `sched` before parking).
+        let give_back =
+            |this: &Shared, s: &mut crate::loom::sync::MutexGuard<'_, Sched>, p: Option<Box<Processor>>| {
+                if let Some(p) = p {
+                    this.pidleput(s, p);
+                }
+                if spinning {
+                    this.nmspinning.fetch_sub(1, SeqCst);
+                }
+            };
+        // `threads` holds every M started (Ms exit only at shutdown): exact under `sched`.
+        if s.threads.len() >= self.max_threads {
+            give_back(self, s, p);
+            return Err(std::io::Error::other(format!(
+                "thread limit {} reached (Builder::max_threads, like Go's SetMaxThreads)",
+                self.max_threads
+            )));
+        }
         let me = self.arc();
         let mid = s.mnext;
         let mut b = crate::loom::thread::Builder::new().name(format!("{}-{}", self.thread_name, mid));
@@ -162,11 +195,8 @@ impl Shared {
                 Ok(())
             }
             Err(e) => {
-                if let Some((Some(p), spinning)) = slot.lock().unwrap().take() {
-                    self.pidleput(s, p);
-                    if spinning {
-                        self.nmspinning.fetch_sub(1, SeqCst);
-                    }
+                if let Some((p, _)) = slot.lock().unwrap().take() {
+                    give_back(self, s, p);
                 }
                 Err(e)
             }
@@ -338,7 +368,7 @@ impl Shared {
         self.wake_all_for_shutdown();
         {
             let (m, cv) = &self.monitor;
-            *m.lock() = true;
+            m.lock().stop = true;
             cv.notify_all();
         }
         let me = crate::loom::thread::current().id();

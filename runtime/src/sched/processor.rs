@@ -34,7 +34,7 @@
 use super::queue::{Injector, Steal, Stealer, Worker};
 use super::stats::PStats;
 use super::Shared;
-use crate::loom::sync::atomic::{AtomicPtr, AtomicU64, Ordering::*};
+use crate::loom::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering::*};
 use crate::loom::sync::Mutex;
 use crate::task::cache::CellCache;
 use crate::task::{Header, Notified, TaskId};
@@ -69,6 +69,15 @@ pub(crate) struct PShared {
     /// The heap's earliest deadline in runtime nanoseconds, 0 when empty (Go's `timer0When`):
     /// lets an M skip the lock and the clock when nothing is due. Written under `timers`.
     pub(crate) timer0_when: AtomicU64,
+    /// `P_IDLE` / `P_RUNNING` / `P_SYSCALL` (`syscall.rs`), for sysmon.
+    pub(crate) status: AtomicU8,
+    /// Where the P waits while its M is in a blocking call; the slot's lock decides whether the
+    /// M takes it back or sysmon hands it off.
+    pub(crate) syscall_slot: Mutex<Option<Box<Processor>>>,
+    /// When the current blocking call started (runtime nanoseconds).
+    pub(crate) syscall_when: AtomicU64,
+    /// Id of the task being polled (0: none), for sysmon's long-poll report.
+    pub(crate) curtask: AtomicU64,
 }
 
 impl PShared {
@@ -129,6 +138,10 @@ impl Processor {
             stats: PStats::default(),
             timers: Mutex::new(TimerHeap::default()),
             timer0_when: AtomicU64::new(0),
+            status: AtomicU8::new(0),
+            syscall_slot: Mutex::new(None),
+            syscall_when: AtomicU64::new(0),
+            curtask: AtomicU64::new(0),
         };
         let p = Processor {
             id,

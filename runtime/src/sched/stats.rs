@@ -44,6 +44,9 @@ pub(crate) struct PStats {
     pub(crate) global_takes: Counter,
     pub(crate) parks: Counter,
     pub(crate) unparks: Counter,
+    pub(crate) syscalls: Counter,
+    pub(crate) retakes: Counter,
+    pub(crate) long_polls: Counter,
 }
 
 /// A snapshot of the scheduler's counters (see `Runtime::stats`).
@@ -69,6 +72,12 @@ pub struct RuntimeStats {
     pub parks: u64,
     /// Times a parked M was handed a P and woken.
     pub unparks: u64,
+    /// Blocking calls made through `syscall`.
+    pub syscalls: u64,
+    /// Ps that sysmon took from an M blocked in `syscall` and handed to another M.
+    pub retakes: u64,
+    /// Polls that ran longer than 10 ms, as seen by sysmon (each blocked its P meanwhile).
+    pub long_polls: u64,
     /// OS threads running Ms.
     pub threads: usize,
     /// Tasks waiting in each P's local queue and `runnext`.
@@ -98,5 +107,8 @@ impl RuntimeStats {
         self.global_takes += p.global_takes.get();
         self.parks += p.parks.get();
         self.unparks += p.unparks.get();
+        self.syscalls += p.syscalls.get();
+        self.retakes += p.retakes.get();
+        self.long_polls += p.long_polls.get();
     }
 }

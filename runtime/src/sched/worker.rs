@@ -16,7 +16,7 @@ use super::context::{enter, Context};
 use super::idle::MPark;
 use super::processor::{Processor, GLOBAL_CHECK_TICKS};
 use super::Shared;
-use crate::loom::sync::atomic::{fence, Ordering::SeqCst};
+use crate::loom::sync::atomic::{fence, Ordering::Relaxed, Ordering::SeqCst};
 use crate::task::Notified;
 use std::sync::Arc;
 
@@ -48,8 +48,21 @@ pub(crate) fn m_main(shared: Arc<Shared>, mid: usize, p: Option<Box<Processor>>,
             shared.nmspinning.fetch_sub(1, SeqCst);
             shared.wakep();
         }
-        shared.allp[cx.pid.get()].stats.polls.bump();
+        let ps = &shared.allp[cx.pid.get()];
+        ps.stats.polls.bump();
+        ps.curtask.store(task.id(), Relaxed);
         task.run();
+        // `syscall` may have moved us to another P, or (at shutdown) left us without one.
+        match cx.pid.get() {
+            usize::MAX => match shared.stopm(&m.park, 0) {
+                Some((p, sp)) => {
+                    cx.set_p(Some(p));
+                    m.spinning = sp;
+                }
+                None => break,
+            },
+            pid => shared.allp[pid].curtask.store(0, Relaxed),
+        }
     }
     if m.spinning {
         shared.nmspinning.fetch_sub(1, SeqCst);

@@ -155,6 +155,12 @@ impl Notified {
         shutdown_task(self.into_raw());
     }
 
+    /// The task's id (as a number, for sysmon's report).
+    pub(crate) fn id(&self) -> u64 {
+        // SAFETY: we own a reference, so the cell is alive; `id` is immutable.
+        unsafe { self.0.as_ref() }.id.0
+    }
+
     pub(crate) fn into_raw(self) -> NonNull<Header> {
         ManuallyDrop::new(self).0
     }
