@@ -1,0 +1,381 @@
+//! A million concurrent sleepers: time and memory, gmprt against tokio.
+//!
+//! ```text
+//! cargo run --release --example sleepers -- [--tasks N=1000000] [--sleep-ms S=1000] [--procs P] [--runtime gmprt|tokio]
+//! ```
+//!
+//! From inside a root task, spawn N detached tasks (Go's `go func() { time.Sleep(S) }()`) that
+//! each sleep S ms. Once every one has registered its timer and parked, measure the resident
+//! memory above the pre-spawn baseline (bytes per sleeping task: the task, its future with the
+//! timer inside, and the timer structure's slot); then wait for all of them to wake. Every task
+//! checks on waking that its deadline has passed (a timer must never fire early: the count of
+//! early wakes must be 0, else the example exits 1) and records how late it woke.
+//!
+//! `--runtime tokio` runs the same program on tokio's multi-thread runtime (time driver on, the
+//! same worker count); run the two in separate processes so that each RSS delta is clean.
+//!
+//! The last line is machine-readable:
+//! `sleepers runtime=gmprt tasks=1000000 procs=2 sleep_ms=1000 elapsed_ms=… bytes_per_task=… early=0 spawn_ms=… last_late_ms=… max_late_ms=…`
+//!
+//! Target (issue 3): ≤ 256 bytes per sleeping task, and ≤ 0.7× tokio's memory.
+
+use gmprt::Runtime;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::task::{Poll, Waker};
+use std::time::{Duration, Instant};
+
+/// Keeps `Instant + Duration` from overflowing.
+const MAX_SLEEP_MS: usize = 86_400_000; // one day
+
+struct Args {
+    tasks: usize,
+    sleep_ms: usize,
+    procs: Option<usize>,
+    tokio: bool,
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: sleepers [--tasks N] [--sleep-ms S] [--procs P] [--runtime gmprt|tokio]   (defaults N=1000000 S=1000; N may be written 1_000_000 or 1e6)"
+    );
+    std::process::exit(2)
+}
+
+fn parse_count(s: &str) -> Option<usize> {
+    let s = s.replace('_', "");
+    s.parse()
+        .ok()
+        .or_else(|| s.parse::<f64>().ok().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as usize))
+}
+
+fn args() -> Args {
+    let mut a = Args { tasks: 1_000_000, sleep_ms: 1000, procs: None, tokio: false };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--tasks" => a.tasks = it.next().as_deref().and_then(parse_count).unwrap_or_else(|| usage()),
+            "--sleep-ms" => {
+                a.sleep_ms = it.next().as_deref().and_then(parse_count).unwrap_or_else(|| usage())
+            }
+            "--procs" => {
+                a.procs = Some(it.next().as_deref().and_then(parse_count).unwrap_or_else(|| usage()))
+            }
+            "--runtime" => {
+                a.tokio = match it.next().as_deref() {
+                    Some("gmprt") => false,
+                    Some("tokio") => true,
+                    _ => usage(),
+                }
+            }
+            "-h" | "--help" => usage(),
+            other => {
+                eprintln!("unknown argument {other:?}");
+                usage()
+            }
+        }
+    }
+    if a.tasks == 0 {
+        eprintln!("--tasks must be at least 1");
+        usage()
+    }
+    if a.sleep_ms == 0 || a.sleep_ms > MAX_SLEEP_MS {
+        eprintln!("--sleep-ms must be between 1 and {MAX_SLEEP_MS} (one day)");
+        usage()
+    }
+    a
+}
+
+/// Resident set size (current, peak) in bytes, from /proc/self/status (Linux).
+fn rss() -> (u64, u64) {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        s.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Counts events and wakes one waiter when the count reaches zero.
+struct Latch {
+    left: AtomicUsize,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Latch {
+    fn new(n: usize) -> Self {
+        Latch { left: AtomicUsize::new(n), waker: Mutex::new(None) }
+    }
+    fn count_down(&self) {
+        if self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if let Some(w) = self.waker.lock().unwrap().take() {
+                w.wake();
+            }
+        }
+    }
+    async fn wait(&self) {
+        std::future::poll_fn(|cx| {
+            let mut slot = self.waker.lock().unwrap();
+            if self.left.load(Ordering::Acquire) == 0 {
+                return Poll::Ready(());
+            }
+            *slot = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+/// What every sleeper reports to. One block for the whole run, leaked, so that each task holds
+/// a plain `&'static` (8 bytes in its future, no reference count to bump).
+struct Board {
+    t0: Instant,
+    sleep: Duration,
+    asleep: Latch,
+    done: Latch,
+    early: AtomicUsize,
+    /// Latest deadline, latest wake, and largest lateness, in ns (deadlines and wakes from t0).
+    last_deadline_ns: AtomicU64,
+    last_wake_ns: AtomicU64,
+    max_late_ns: AtomicU64,
+}
+
+/// The two runtimes this example can run on, behind one interface so the programs are the same.
+trait Rt: 'static {
+    const NAME: &'static str;
+    fn procs(&self) -> usize;
+    fn block_on<F: Future>(&self, f: F) -> F::Output;
+    /// Spawns from inside the runtime; the returned future yields the task's output.
+    fn spawn<F>(f: F) -> impl Future<Output = F::Output> + Send + 'static
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static;
+    /// Spawns and detaches (Go's `go f()`).
+    fn go<F: Future<Output = ()> + Send + 'static>(f: F);
+    fn yield_now() -> impl Future<Output = ()> + Send;
+    /// The runtime's own timer (Go's `time.Sleep` until an instant).
+    fn sleep_until(deadline: Instant) -> impl Future<Output = ()> + Send + 'static;
+    /// Timers the runtime reports as pending, if it can say.
+    fn timers(&self) -> Option<usize>;
+    /// A line of scheduler counters, if the runtime has them.
+    fn stats_line(&self) -> Option<String>;
+}
+
+impl Rt for Runtime {
+    const NAME: &'static str = "gmprt";
+    fn procs(&self) -> usize {
+        Runtime::procs(self)
+    }
+    fn block_on<F: Future>(&self, f: F) -> F::Output {
+        Runtime::block_on(self, f)
+    }
+    fn spawn<F>(f: F) -> impl Future<Output = F::Output> + Send + 'static
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let h = gmprt::spawn(f);
+        async move { h.await.expect("task failed") }
+    }
+    fn go<F: Future<Output = ()> + Send + 'static>(f: F) {
+        drop(gmprt::spawn(f));
+    }
+    fn yield_now() -> impl Future<Output = ()> + Send {
+        gmprt::yield_now()
+    }
+    fn sleep_until(deadline: Instant) -> impl Future<Output = ()> + Send + 'static {
+        gmprt::runtime::time::sleep_until(deadline)
+    }
+    fn timers(&self) -> Option<usize> {
+        Some(self.stats().timers)
+    }
+    fn stats_line(&self) -> Option<String> {
+        let st = self.stats();
+        Some(format!(
+            "M parks {}, unparks {}; steals {} of {} attempts; threads {}",
+            st.parks, st.unparks, st.steals, st.steal_attempts, st.threads
+        ))
+    }
+}
+
+impl Rt for tokio::runtime::Runtime {
+    const NAME: &'static str = "tokio";
+    fn procs(&self) -> usize {
+        self.metrics().num_workers()
+    }
+    fn block_on<F: Future>(&self, f: F) -> F::Output {
+        tokio::runtime::Runtime::block_on(self, f)
+    }
+    fn spawn<F>(f: F) -> impl Future<Output = F::Output> + Send + 'static
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let h = tokio::spawn(f);
+        async move { h.await.expect("task failed") }
+    }
+    fn go<F: Future<Output = ()> + Send + 'static>(f: F) {
+        drop(tokio::spawn(f));
+    }
+    fn yield_now() -> impl Future<Output = ()> + Send {
+        tokio::task::yield_now()
+    }
+    fn sleep_until(deadline: Instant) -> impl Future<Output = ()> + Send + 'static {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(deadline))
+    }
+    fn timers(&self) -> Option<usize> {
+        None
+    }
+    fn stats_line(&self) -> Option<String> {
+        None
+    }
+}
+
+/// One sleeper: take a deadline S from now, register the timer and report "asleep", sleep,
+/// then check the clock against the deadline.
+async fn sleeper<R: Rt>(b: &'static Board) {
+    let deadline = Instant::now() + b.sleep;
+    let mut sleep = pin!(R::sleep_until(deadline));
+    // The first poll registers the timer and parks; only then does this task count as asleep.
+    let first = std::future::poll_fn(|cx| Poll::Ready(sleep.as_mut().poll(cx))).await;
+    b.last_deadline_ns.fetch_max((deadline - b.t0).as_nanos() as u64, Ordering::Relaxed);
+    b.asleep.count_down();
+    if first.is_pending() {
+        sleep.await;
+    }
+    let woke = Instant::now();
+    if woke < deadline {
+        b.early.fetch_add(1, Ordering::Relaxed);
+    }
+    let late = woke.saturating_duration_since(deadline).as_nanos() as u64;
+    b.max_late_ns.fetch_max(late, Ordering::Relaxed);
+    b.last_wake_ns.fetch_max((woke - b.t0).as_nanos() as u64, Ordering::Relaxed);
+    b.done.count_down();
+}
+
+fn main() {
+    let a = args();
+    if a.tokio {
+        if a.procs == Some(0) {
+            eprintln!("sleepers: tokio: --procs must be at least 1");
+            std::process::exit(2)
+        }
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.enable_time().worker_threads(
+            a.procs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        );
+        match b.build() {
+            Ok(rt) => run(rt, &a),
+            Err(e) => {
+                eprintln!("sleepers: tokio: {e}");
+                std::process::exit(2)
+            }
+        }
+    } else {
+        let mut b = Runtime::builder();
+        if let Some(p) = a.procs {
+            b = b.procs(p);
+        }
+        match b.build() {
+            Ok(rt) => run(rt, &a),
+            Err(e) => {
+                eprintln!("sleepers: {e}");
+                std::process::exit(2)
+            }
+        }
+    }
+}
+
+fn run<R: Rt>(rt: R, a: &Args) {
+    let (procs, n) = (rt.procs(), a.tasks);
+    let sleep = Duration::from_millis(a.sleep_ms as u64);
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let ms = |ns: u64| ns as f64 / 1e6;
+
+    let (rss_before, _) = rss();
+    let t0 = Instant::now();
+    let board: &'static Board = Box::leak(Box::new(Board {
+        t0,
+        sleep,
+        asleep: Latch::new(n),
+        done: Latch::new(n),
+        early: AtomicUsize::new(0),
+        last_deadline_ns: AtomicU64::new(0),
+        last_wake_ns: AtomicU64::new(0),
+        max_late_ns: AtomicU64::new(0),
+    }));
+    // The root is itself a task, so every spawn comes from inside the runtime on both peers.
+    rt.block_on(async move {
+        R::spawn(async move {
+            for i in 0..n {
+                R::go(sleeper::<R>(board));
+                if i % 1024 == 1023 {
+                    // Futures cannot be preempted: let this P poll the new sleepers now and
+                    // then instead of holding it for the whole spawn loop.
+                    R::yield_now().await;
+                }
+            }
+            board.asleep.wait().await;
+        })
+        .await
+    });
+    let spawned = t0.elapsed();
+    let (rss_asleep, _) = rss();
+    let timers = rt.timers();
+    let asleep_bytes = rss_asleep.saturating_sub(rss_before);
+    let bytes_per_task = asleep_bytes as f64 / n as f64;
+
+    rt.block_on(board.done.wait());
+    let elapsed = t0.elapsed();
+    let (_, peak) = rss();
+    let counters = rt.stats_line();
+    drop(rt);
+
+    let early = board.early.load(Ordering::Relaxed);
+    let last_late_ns = board.last_wake_ns.load(Ordering::Relaxed) as i128
+        - board.last_deadline_ns.load(Ordering::Relaxed) as i128;
+    let last_late_ms = last_late_ns as f64 / 1e6;
+    let max_late_ms = ms(board.max_late_ns.load(Ordering::Relaxed));
+    let spawn_ms = spawned.as_secs_f64() * 1e3;
+    let elapsed_ms = elapsed.as_secs_f64() * 1e3;
+
+    println!(
+        "{} on {procs} procs: spawned {n} sleepers of {} ms, all asleep after {spawn_ms:.1} ms{}",
+        R::NAME,
+        a.sleep_ms,
+        timers.map_or(String::new(), |t| format!(" (the runtime counts {t} pending timers)"))
+    );
+    if spawned >= sleep {
+        println!(
+            "warning: the first deadlines passed before the last sleeper was asleep, so not all {n} were asleep at once; the memory figure undercounts (use a larger --sleep-ms)"
+        );
+    } else if let Some(t) = timers.filter(|&t| t != n) {
+        println!("warning: {n} sleepers asleep but the runtime counts {t} timers");
+    }
+    println!(
+        "memory while all asleep: {:.1} MiB above baseline = {bytes_per_task:.0} bytes per sleeping task (task + future + timer); peak RSS {:.1} MiB",
+        mib(asleep_bytes),
+        mib(peak)
+    );
+    println!(
+        "all woke {elapsed_ms:.1} ms after the first spawn; the last woke {last_late_ms:.2} ms after the latest deadline; largest lateness of any task {max_late_ms:.2} ms"
+    );
+    println!("early wakes: {early} (must be 0: a timer never fires before its deadline)");
+    if let Some(l) = counters {
+        println!("{l}");
+    }
+    println!(
+        "sleepers runtime={} tasks={n} procs={procs} sleep_ms={} elapsed_ms={elapsed_ms:.1} bytes_per_task={bytes_per_task:.0} early={early} spawn_ms={spawn_ms:.1} last_late_ms={last_late_ms:.2} max_late_ms={max_late_ms:.2}",
+        R::NAME,
+        a.sleep_ms
+    );
+    if early > 0 {
+        eprintln!("sleepers: {early} tasks woke before their deadline");
+        std::process::exit(1)
+    }
+}
