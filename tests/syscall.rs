@@ -29,6 +29,32 @@ fn blocked_syscall_does_not_stop_other_tasks_on_one_p() {
 }
 
 #[test]
+fn returning_from_a_syscall_gets_a_p_even_when_none_goes_idle() {
+    // procs = 1 and a task that never stops yielding: the P is never idle, so the M coming
+    // back from the call must be handed the P at a scheduling round, not wait for an idle one.
+    let rt = rt(1);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<()>();
+    let d2 = done.clone();
+    let blocked = rt.spawn(async move {
+        syscall(move || rx.recv().unwrap()).expect("below the cap");
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let spinner = rt.spawn(async move {
+        // Runs only once the blocked task's P was handed off; then lets the call return.
+        tx.send(()).unwrap();
+        let mut rounds = 0u64;
+        while !d2.load(std::sync::atomic::Ordering::SeqCst) {
+            rounds += 1;
+            gmprt::yield_now().await;
+        }
+        rounds
+    });
+    blocked.join().unwrap();
+    assert!(spinner.join().unwrap() >= 1);
+}
+
+#[test]
 fn many_blocking_calls_complete_and_threads_come_back_to_idle() {
     let rt = rt(2);
     let n = 64;

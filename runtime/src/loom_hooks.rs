@@ -38,6 +38,7 @@ impl Scheduler {
             stack_size: None,
             tracer: None,
             task_cache: true,
+            max_threads: crate::DEFAULT_MAX_THREADS,
         });
         let shared = Arc::new(shared);
         let ps = ps.into_iter().map(|p| P { p, shared: shared.clone() }).collect();

@@ -99,6 +99,7 @@ impl Shared {
     pub(crate) fn pidleput(&self, s: &mut MutexGuard<'_, Sched>, p: Box<Processor>) {
         if !s.syscall_waiters.is_empty() {
             let m = s.syscall_waiters.remove(0);
+            self.nsyscall_waiters.fetch_sub(1, SeqCst);
             let mut slot = m.slot.lock();
             slot.p = Some(p);
             m.cv.notify_one();
@@ -257,6 +258,7 @@ impl Shared {
             let mut s = self.sched.lock();
             self.nmidle.store(0, SeqCst);
             let mut ms = std::mem::take(&mut s.midle);
+            self.nsyscall_waiters.fetch_sub(s.syscall_waiters.len(), SeqCst);
             ms.append(&mut s.syscall_waiters);
             ms
         };

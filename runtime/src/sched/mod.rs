@@ -22,6 +22,8 @@ pub(crate) mod processor;
 pub(crate) mod queue;
 pub(crate) mod stats;
 pub(crate) mod syscall;
+// sysmon does not run under loom (see runtime.rs), so most of it is dead code there.
+#[cfg_attr(loom, allow(dead_code, unused_imports))]
 pub(crate) mod sysmon;
 pub(crate) mod timers;
 pub(crate) mod worker;
@@ -66,6 +68,8 @@ pub(crate) struct Shared {
     pub(crate) nmidle: AtomicUsize,
     /// Live M threads.
     pub(crate) mcount: AtomicUsize,
+    /// `sched.syscall_waiters.len()`, readable without the lock (checked every round).
+    pub(crate) nsyscall_waiters: AtomicUsize,
     shutdown: AtomicBool,
     /// Next task id (Ps take batches of 16).
     pub(crate) idgen: AtomicU64,
@@ -120,6 +124,7 @@ impl Shared {
             nmspinning: CachePadded::new(AtomicUsize::new(0)),
             nmidle: AtomicUsize::new(0),
             mcount: AtomicUsize::new(0),
+            nsyscall_waiters: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             idgen: AtomicU64::new(1),
             owned: OwnedTasks::new(procs),

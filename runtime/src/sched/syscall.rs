@@ -11,7 +11,10 @@
 //!    idle M if it has work or timers, else to the idle list.
 //! 3. **Exit**: take the P back from the slot if it is still there (the fast path: short calls
 //!    never cost a hand-off); else take any idle P; else wait, as a *syscall waiter*, until an M
-//!    releases a P (`pidleput` hands it to the first waiter before the idle list).
+//!    releases a P (`pidleput` hands it to the first waiter before the idle list). Ms that are
+//!    busy check `nsyscall_waiters` at every scheduling round and hand their P to a waiter
+//!    (then park themselves), so a waiter is served within one poll even when no P ever goes
+//!    idle — the analogue of Go putting the returning goroutine on the global queue.
 //!
 //! The slot's mutex decides races between exit and retake: exactly one of them takes the P.
 //!
@@ -148,6 +151,7 @@ impl Shared {
             }
             let park = Arc::new(MPark::default());
             s.syscall_waiters.push(park.clone());
+            self.nsyscall_waiters.fetch_add(1, SeqCst);
             park
         };
         let mut slot = park.slot.lock();
@@ -164,6 +168,7 @@ impl Shared {
 
     /// Go's `handoffp`: a P retaken from a syscall goes to an M if it has something to do
     /// (queued work, the global queue, timers), else to the idle list. Must hold `sched`.
+    #[cfg_attr(loom, allow(dead_code))] // only sysmon, which loom builds do not run, calls it
     pub(crate) fn handoffp(
         &self,
         s: crate::loom::sync::MutexGuard<'_, super::idle::Sched>,

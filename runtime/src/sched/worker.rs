@@ -80,6 +80,20 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
         if shared.is_shutdown() {
             return None;
         }
+        // An M back from a blocking call waits for a P: give it ours and park (syscall.rs).
+        if shared.nsyscall_waiters.load(Relaxed) > 0 {
+            handoff_to_syscall_waiter(shared, cx, m);
+            if cx.pid.get() == usize::MAX {
+                match shared.stopm(&m.park, 0) {
+                    Some((p, spinning)) => {
+                        cx.set_p(Some(p));
+                        m.spinning = spinning;
+                    }
+                    None => return None,
+                }
+            }
+            continue;
+        }
         // Due timers of our P first (Go's checkTimers); the tasks they wake land on our P. Not
         // under the P borrow: waking puts tasks on it.
         shared.run_timers(cx.pid.get());
@@ -169,4 +183,19 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
             None => return None,
         }
     }
+}
+
+/// Gives this M's P to the first M waiting to return from a syscall, if one still waits.
+fn handoff_to_syscall_waiter(shared: &Shared, cx: &Context, m: &mut M) {
+    let mut s = shared.sched.lock();
+    if s.syscall_waiters.is_empty() {
+        return;
+    }
+    if m.spinning {
+        m.spinning = false;
+        shared.nmspinning.fetch_sub(1, SeqCst);
+    }
+    let p = cx.take_p().expect("M in find_runnable holds a P");
+    // pidleput serves the first syscall waiter before the idle list.
+    shared.pidleput(&mut s, p);
 }
