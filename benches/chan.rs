@@ -1,0 +1,314 @@
+//! Channel benches: gmprt's `chan` against tokio's `mpsc` (on tokio's multi-thread runtime)
+//! and crossbeam-channel (on OS threads), in the same run, with the same number of workers.
+//!
+//! * `chan_ping_pong`: two tasks bounce a counter through two channels, `PING_PONGS` round
+//!   trips per iteration. gmprt `chan(0)` (unbuffered, Go's rendezvous) against tokio
+//!   `mpsc::channel(1)` (tokio has no unbuffered channel; capacity 1 is the closest) and
+//!   crossbeam `bounded(0)` between the bench thread and one spawned `std` thread.
+//! * `chan_throughput`: `PRODUCERS` producers send `MESSAGES` values in all through one
+//!   channel of capacity 1024 to one consumer (the root). gmprt `chan(1024)`, tokio
+//!   `mpsc::channel(1024)`, crossbeam `bounded(1024)` with `PRODUCERS` spawned `std` threads
+//!   and the bench thread as the consumer.
+//!
+//! Like with like (see benches/README.md and benches/scheduler.rs): each async workload is
+//! written once, generic over the runtime ([`Sched`]) and the channel ([`Channel`]); its root
+//! is itself a spawned task on both runtimes, so every send and every wake comes from a worker
+//! thread; runtimes are built once per benchmark function, outside the timed loop. The
+//! crossbeam side spawns its threads inside the timed loop (there is no pool to reuse), which
+//! costs it some tens of µs per iteration — about 1% here.
+//!
+//! Workers: env `BENCH_PROCS` (default 2): gmprt Ps, tokio worker threads. Every id carries
+//! `procs=N`.
+//!
+//! Run: `cargo bench --bench chan` (about a minute); summarise: `python3 benches/summarize.py`.
+
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use std::cell::OnceCell;
+use std::future::Future;
+use std::time::Duration;
+
+/// Round trips per iteration of `chan_ping_pong`.
+const PING_PONGS: usize = 10_000;
+/// `chan_throughput`: producers, and values sent in all per iteration.
+const PRODUCERS: usize = 4;
+const MESSAGES: usize = 100_000;
+/// `chan_throughput`: channel capacity.
+const THROUGHPUT_CAP: usize = 1024;
+
+// ---------------------------------------------------------------------------------------------
+// The two runtimes and their channels behind small interfaces
+
+/// Spawning, from inside a task of the runtime.
+trait Sched: 'static {
+    type Error: std::fmt::Debug;
+    type Handle<T: Send + 'static>: Future<Output = Result<T, Self::Error>> + Send + 'static;
+
+    fn spawn<F>(future: F) -> Self::Handle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static;
+}
+
+/// A bounded async channel.
+trait Channel: 'static {
+    /// The capacity `chan_ping_pong` uses: 0 (unbuffered) where the channel has it.
+    const PING_CAP: usize;
+    type Tx<T: Send + 'static>: Clone + Send + 'static;
+    type Rx<T: Send + 'static>: Send + 'static;
+
+    fn bounded<T: Send + 'static>(cap: usize) -> (Self::Tx<T>, Self::Rx<T>);
+    fn send<T: Send + 'static>(tx: &Self::Tx<T>, v: T) -> impl Future<Output = ()> + Send + '_;
+    fn recv<T: Send + 'static>(rx: &mut Self::Rx<T>) -> impl Future<Output = Option<T>> + Send + '_;
+}
+
+struct Gmprt;
+
+impl Sched for Gmprt {
+    type Error = gmprt::JoinError;
+    type Handle<T: Send + 'static> = gmprt::JoinHandle<T>;
+
+    fn spawn<F>(future: F) -> Self::Handle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        gmprt::spawn(future)
+    }
+}
+
+impl Channel for Gmprt {
+    const PING_CAP: usize = 0;
+    type Tx<T: Send + 'static> = gmprt::runtime::chan::Sender<T>;
+    type Rx<T: Send + 'static> = gmprt::runtime::chan::Receiver<T>;
+
+    fn bounded<T: Send + 'static>(cap: usize) -> (Self::Tx<T>, Self::Rx<T>) {
+        gmprt::runtime::chan::chan(cap)
+    }
+    async fn send<T: Send + 'static>(tx: &Self::Tx<T>, v: T) {
+        if tx.send(v).await.is_err() {
+            panic!("gmprt channel closed early");
+        }
+    }
+    fn recv<T: Send + 'static>(rx: &mut Self::Rx<T>) -> impl Future<Output = Option<T>> + Send + '_ {
+        rx.recv()
+    }
+}
+
+struct Tokio;
+
+impl Sched for Tokio {
+    type Error = tokio::task::JoinError;
+    type Handle<T: Send + 'static> = tokio::task::JoinHandle<T>;
+
+    fn spawn<F>(future: F) -> Self::Handle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        tokio::spawn(future)
+    }
+}
+
+impl Channel for Tokio {
+    const PING_CAP: usize = 1;
+    type Tx<T: Send + 'static> = tokio::sync::mpsc::Sender<T>;
+    type Rx<T: Send + 'static> = tokio::sync::mpsc::Receiver<T>;
+
+    fn bounded<T: Send + 'static>(cap: usize) -> (Self::Tx<T>, Self::Rx<T>) {
+        tokio::sync::mpsc::channel(cap)
+    }
+    async fn send<T: Send + 'static>(tx: &Self::Tx<T>, v: T) {
+        if tx.send(v).await.is_err() {
+            panic!("tokio channel closed early");
+        }
+    }
+    fn recv<T: Send + 'static>(rx: &mut Self::Rx<T>) -> impl Future<Output = Option<T>> + Send + '_ {
+        rx.recv()
+    }
+}
+
+/// Worker count for both runtimes: env `BENCH_PROCS`, default 2.
+fn procs() -> usize {
+    match std::env::var("BENCH_PROCS") {
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => panic!("BENCH_PROCS={v:?}: expected a whole number of workers, at least 1"),
+        },
+        Err(_) => 2,
+    }
+}
+
+/// Runs `root` as a spawned task on gmprt (so it runs on an M, holding a P) and waits for it.
+fn run_gmprt<F>(rt: &gmprt::Runtime, root: F) -> F::Output
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    rt.block_on(async { rt.spawn(root).await.expect("gmprt root task") })
+}
+
+/// Runs `root` as a spawned task on tokio (so it runs on a worker) and waits for it.
+fn run_tokio<F>(rt: &tokio::runtime::Runtime, root: F) -> F::Output
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    rt.block_on(async { tokio::spawn(root).await.expect("tokio root task") })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workloads, each written once
+
+/// The root (ping) and one spawned task (pong) pass a counter back and forth `n` times.
+async fn ping_pong<S: Sched + Channel>(n: usize) -> u64 {
+    let (ping_tx, mut ping_rx) = S::bounded::<u64>(S::PING_CAP);
+    let (pong_tx, mut pong_rx) = S::bounded::<u64>(S::PING_CAP);
+    let pong = S::spawn(async move {
+        while let Some(v) = S::recv(&mut ping_rx).await {
+            S::send(&pong_tx, v + 1).await;
+        }
+    });
+    let mut v = 0;
+    for _ in 0..n {
+        S::send(&ping_tx, v).await;
+        v = S::recv(&mut pong_rx).await.expect("pong answers");
+    }
+    drop(ping_tx);
+    pong.await.unwrap();
+    v
+}
+
+/// `producers` tasks send `messages` values in all into one channel; the root receives them.
+async fn throughput<S: Sched + Channel>(producers: usize, messages: usize, cap: usize) -> u64 {
+    let (tx, mut rx) = S::bounded::<u64>(cap);
+    let per = messages / producers;
+    for p in 0..producers {
+        let tx = tx.clone();
+        drop(S::spawn(async move {
+            for i in 0..per {
+                S::send(&tx, (p * per + i) as u64).await;
+            }
+        }));
+    }
+    drop(tx);
+    let mut sum = 0;
+    while let Some(v) = S::recv(&mut rx).await {
+        sum += v;
+    }
+    sum
+}
+
+/// `ping_pong` on OS threads: the calling thread pings, one spawned thread pongs.
+fn ping_pong_crossbeam(n: usize) -> u64 {
+    let (ping_tx, ping_rx) = crossbeam_channel::bounded::<u64>(0);
+    let (pong_tx, pong_rx) = crossbeam_channel::bounded::<u64>(0);
+    let pong = std::thread::spawn(move || {
+        while let Ok(v) = ping_rx.recv() {
+            pong_tx.send(v + 1).unwrap();
+        }
+    });
+    let mut v = 0;
+    for _ in 0..n {
+        ping_tx.send(v).unwrap();
+        v = pong_rx.recv().unwrap();
+    }
+    drop(ping_tx);
+    pong.join().unwrap();
+    v
+}
+
+/// `throughput` on OS threads: `producers` spawned threads, the calling thread consumes.
+fn throughput_crossbeam(producers: usize, messages: usize, cap: usize) -> u64 {
+    let (tx, rx) = crossbeam_channel::bounded::<u64>(cap);
+    let per = messages / producers;
+    let threads: Vec<_> = (0..producers)
+        .map(|p| {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for i in 0..per {
+                    tx.send((p * per + i) as u64).unwrap();
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    let sum = rx.iter().sum();
+    for t in threads {
+        t.join().unwrap();
+    }
+    sum
+}
+
+// ---------------------------------------------------------------------------------------------
+// Benchmark plumbing
+
+/// Benches one async workload on gmprt and tokio, then `$threads` (the crossbeam version), in
+/// one group. `$check` validates one untimed run's output on each.
+macro_rules! three {
+    ($c:expr, $group:expr, $elements:expr, |$s:ident| $root:expr, $threads:expr, $check:expr) => {{
+        let procs = procs();
+        let id = format!("procs={procs}");
+        let mut g = $c.benchmark_group($group);
+        g.throughput(Throughput::Elements($elements as u64));
+        {
+            type $s = Gmprt;
+            let cell = OnceCell::new();
+            g.bench_function(BenchmarkId::new("gmprt", &id), |b| {
+                let rt = cell.get_or_init(|| {
+                    let rt = gmprt::Runtime::builder().procs(procs).build().expect("start gmprt runtime");
+                    ($check)(run_gmprt(&rt, $root));
+                    rt
+                });
+                b.iter(|| black_box(run_gmprt(rt, $root)))
+            });
+        }
+        {
+            type $s = Tokio;
+            let cell = OnceCell::new();
+            g.bench_function(BenchmarkId::new("tokio", &id), |b| {
+                let rt = cell.get_or_init(|| {
+                    let rt = tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(procs)
+                        .build()
+                        .expect("start tokio runtime");
+                    ($check)(run_tokio(&rt, $root));
+                    rt
+                });
+                b.iter(|| black_box(run_tokio(rt, $root)))
+            });
+        }
+        // OS threads: not bounded by `procs`; the id says so.
+        ($check)($threads);
+        g.bench_function(BenchmarkId::new("crossbeam", "os-threads"), |b| b.iter(|| black_box($threads)));
+        g.finish();
+    }};
+}
+
+fn bench_ping_pong(c: &mut Criterion) {
+    let n = PING_PONGS;
+    let check = |v: u64| assert_eq!(v, n as u64);
+    three!(c, "chan_ping_pong", n, |S| ping_pong::<S>(n), ping_pong_crossbeam(n), check);
+}
+
+fn bench_throughput(c: &mut Criterion) {
+    let (p, m, cap) = (PRODUCERS, MESSAGES, THROUGHPUT_CAP);
+    let expect = (m as u64) * (m as u64 - 1) / 2;
+    let check = |v: u64| assert_eq!(v, expect);
+    three!(c, "chan_throughput", m, |S| throughput::<S>(p, m, cap), throughput_crossbeam(p, m, cap), check);
+}
+
+/// Keeps the whole run near a minute on 2 cores; command-line flags (`--measurement-time`,
+/// `--warm-up-time`, `--sample-size`) override these.
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4))
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = bench_ping_pong, bench_throughput
+}
+criterion_main!(benches);
