@@ -29,6 +29,7 @@
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 pub mod chan;
+pub mod coop;
 pub(crate) mod loom;
 #[cfg(loom)]
 #[doc(hidden)]

@@ -41,6 +41,10 @@ impl<T> Future for SendFuture<'_, T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        // A fresh operation spends coop budget (a waiting one has yielded already).
+        if this.slot.is_none() && crate::coop::poll_proceed(cx).is_pending() {
+            return Poll::Pending;
+        }
         let chan = this.chan;
         chan.with_lock(|st, wakes| {
             if let Some(i) = this.slot {
@@ -112,6 +116,10 @@ impl<T> Future for RecvFuture<'_, T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let this = self.get_mut();
+        // A fresh operation spends coop budget (a waiting one has yielded already).
+        if this.slot.is_none() && crate::coop::poll_proceed(cx).is_pending() {
+            return Poll::Pending;
+        }
         let chan = this.chan;
         chan.with_lock(|st, wakes| {
             if let Some(i) = this.slot {

@@ -281,6 +281,10 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
         let this = self.get_mut();
         assert!(!this.finished, "select polled after it completed");
+        // A select that is not yet waiting spends coop budget, like a channel operation.
+        if this.token.is_none() && crate::coop::poll_proceed(cx).is_pending() {
+            return Poll::Pending;
+        }
 
         // 1. Reset (or report the arm a counterpart completed).
         if let Some(token) = &this.token {

@@ -235,14 +235,16 @@ where
     let mut cx = Context::from_waker(&waker);
     // SAFETY: RUNNING gives exclusive access to the stage.
     let stage = unsafe { stage::<F>(ptr) };
-    let res = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: RUNNING gives exclusive access to the stage.
-        stage.with_mut(|s| match unsafe { &mut *s } {
-            // SAFETY: the future lives inside the heap cell and is never moved until dropped.
-            Stage::Running(f) => unsafe { Pin::new_unchecked(f) }.poll(&mut cx),
-            _ => unreachable!("polled a task whose future is gone"),
-        })
-    }));
+    let res = crate::coop::with_budget(|| {
+        catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: RUNNING gives exclusive access to the stage.
+            stage.with_mut(|s| match unsafe { &mut *s } {
+                // SAFETY: the future lives inside the heap cell and is never moved until dropped.
+                Stage::Running(f) => unsafe { Pin::new_unchecked(f) }.poll(&mut cx),
+                _ => unreachable!("polled a task whose future is gone"),
+            })
+        }))
+    });
     let out = match res {
         Ok(Poll::Pending) => {
             shared.trace_poll_end(header.id, false);
