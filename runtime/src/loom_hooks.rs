@@ -7,6 +7,8 @@
 //! Tasks woken from a model thread go to the global queue (no thread here has a runtime
 //! context), where [`Scheduler::run_global`] finds them.
 
+use crate::loom::sync::atomic::Ordering::SeqCst;
+use crate::sched::context::{enter, Context};
 use crate::sched::processor::Processor;
 use crate::sched::queue::{Steal, Worker};
 use crate::sched::{Config, Shared};
@@ -98,6 +100,31 @@ impl Scheduler {
     /// only once every [`P`] is dropped (each holds one too).
     pub fn live_tasks(&self) -> usize {
         Arc::strong_count(&self.shared) - 1
+    }
+
+    /// Runs `f` inside a runtime context for this scheduler that holds no P (as a `block_on`
+    /// thread): a `Sleep` first polled there registers on P 0's heap.
+    pub fn enter<R>(&self, f: impl FnOnce() -> R) -> R {
+        let cx = Context::new(self.shared.clone(), usize::MAX);
+        let _guard = enter(&cx);
+        f()
+    }
+
+    /// The real `Shared::run_timers_at`: fires P `pid`'s timers due at `now` (runtime
+    /// nanoseconds; `u64::MAX` fires every registered timer), so that "due" is deterministic in
+    /// a model instead of depending on the real clock. True if any fired.
+    pub fn run_timers_at(&self, pid: usize, now: u64) -> bool {
+        self.shared.run_timers_at(pid, now)
+    }
+
+    /// Registered timers over all Ps (`stats().timers`: each heap's length, under its lock).
+    pub fn timers(&self) -> usize {
+        self.shared.stats().timers
+    }
+
+    /// P `pid`'s `timer0_when` (0: its heap is empty).
+    pub fn timer0_when(&self, pid: usize) -> u64 {
+        self.shared.allp[pid].timer0_when.load(SeqCst)
     }
 }
 

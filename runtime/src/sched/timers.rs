@@ -34,13 +34,19 @@ impl Shared {
     /// Fires P `pid`'s due timers; the woken tasks go to the calling M's P (or the global
     /// queue off an M). Returns true if any fired.
     pub(crate) fn run_timers(&self, pid: usize) -> bool {
-        let ps = &self.allp[pid];
-        let first = ps.timer0_when.load(SeqCst);
-        if first == 0 {
+        // The clock is read only when this P has a timer at all.
+        if self.allp[pid].timer0_when.load(SeqCst) == 0 {
             return false;
         }
-        let now = self.now_nanos();
-        if first > now {
+        self.run_timers_at(pid, self.now_nanos())
+    }
+
+    /// `run_timers` with the clock given (`now`, runtime nanoseconds): fires P `pid`'s timers
+    /// due at `now`. The loom models call it with a fixed `now`.
+    pub(crate) fn run_timers_at(&self, pid: usize, now: u64) -> bool {
+        let ps = &self.allp[pid];
+        let first = ps.timer0_when.load(SeqCst);
+        if first == 0 || first > now {
             return false;
         }
         let mut wakers = Vec::new();
