@@ -20,6 +20,9 @@
 //! The last line is machine-readable:
 //! `io_bound tasks=100000 procs=2 cpu_us=5 wait_ms=100 wall_ms=… serial_ms=… cpu_bound_ms=… model_ms=… ratio=…`
 
+#[path = "common/mod.rs"]
+mod common;
+use common::parse_count;
 use gmprt::runtime::time::sleep;
 use gmprt::Runtime;
 use std::hint::black_box;
@@ -43,13 +46,6 @@ fn usage() -> ! {
         "usage: io_bound [--tasks N] [--cpu-us C] [--wait-ms W] [--procs P]   (defaults N=100000 C=5 W=100; N may be written 100_000 or 1e5)"
     );
     std::process::exit(2)
-}
-
-fn parse_count(s: &str) -> Option<usize> {
-    let s = s.replace('_', "");
-    s.parse()
-        .ok()
-        .or_else(|| s.parse::<f64>().ok().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as usize))
 }
 
 fn args() -> Args {

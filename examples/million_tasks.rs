@@ -18,6 +18,9 @@
 //! Go's comparison point: a blocked goroutine costs ~2.7 KB (a 2 KB stack plus the `g` and a
 //! `sudog`); a gmprt task costs its future plus a 64-byte header, because it has no stack.
 
+#[path = "common/mod.rs"]
+mod common;
+use common::{parse_count, rss, Rt};
 use gmprt::runtime::Runtime;
 use std::future::Future;
 use std::pin::Pin;
@@ -38,13 +41,6 @@ fn usage() -> ! {
         "usage: million_tasks [--tasks N] [--procs P] [--park] [--runtime gmprt|tokio]   (N may be written 1_000_000 or 1e6)"
     );
     std::process::exit(2)
-}
-
-fn parse_count(s: &str) -> Option<usize> {
-    let s = s.replace('_', "");
-    s.parse()
-        .ok()
-        .or_else(|| s.parse::<f64>().ok().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as usize))
 }
 
 fn args() -> Args {
@@ -76,19 +72,6 @@ fn args() -> Args {
         usage()
     }
     a
-}
-
-/// Resident set size (current, peak) in bytes, from /proc/self/status (Linux).
-fn rss() -> (u64, u64) {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        s.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .map_or(0, |kb| kb * 1024)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
 }
 
 /// A gate that many tasks wait on at once (one waker slot per waiter, like a Go channel's
@@ -177,89 +160,24 @@ fn little_arithmetic(i: u64) -> u64 {
     x
 }
 
-/// The two runtimes this example can run on, behind one interface so the programs are the same.
-trait Rt {
-    const NAME: &'static str;
-    fn procs(&self) -> usize;
-    fn block_on<F: Future>(&self, f: F) -> F::Output;
-    /// Spawns from inside the runtime; the returned future yields the task's output.
-    fn spawn<F>(f: F) -> impl Future<Output = F::Output> + Send + 'static
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static;
-    /// Spawns and detaches (Go's `go f()`).
-    fn go<F: Future<Output = ()> + Send + 'static>(f: F);
-    /// Tasks the runtime reports as parked, if it can say.
-    fn parked_tasks(&self) -> Option<usize>;
-    /// A line of scheduler counters, if the runtime has them.
-    fn stats_line(&self) -> Option<String>;
-}
-
-impl Rt for Runtime {
-    const NAME: &'static str = "gmprt";
-    fn procs(&self) -> usize {
-        Runtime::procs(self)
-    }
-    fn block_on<F: Future>(&self, f: F) -> F::Output {
-        Runtime::block_on(self, f)
-    }
-    fn spawn<F>(f: F) -> impl Future<Output = F::Output> + Send + 'static
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let h = gmprt::spawn(f);
-        async move { h.await.expect("task failed") }
-    }
-    fn go<F: Future<Output = ()> + Send + 'static>(f: F) {
-        drop(gmprt::spawn(f));
-    }
-    fn parked_tasks(&self) -> Option<usize> {
-        Some(self.stats().parked_tasks)
-    }
-    fn stats_line(&self) -> Option<String> {
-        let st = self.stats();
-        Some(format!(
-            "steals {} of {} attempts; M parks {}, unparks {}; threads {}",
-            st.steals, st.steal_attempts, st.parks, st.unparks, st.threads
-        ))
-    }
-}
-
-impl Rt for tokio::runtime::Runtime {
-    const NAME: &'static str = "tokio";
-    fn procs(&self) -> usize {
-        self.metrics().num_workers()
-    }
-    fn block_on<F: Future>(&self, f: F) -> F::Output {
-        tokio::runtime::Runtime::block_on(self, f)
-    }
-    fn spawn<F>(f: F) -> impl Future<Output = F::Output> + Send + 'static
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let h = tokio::spawn(f);
-        async move { h.await.expect("task failed") }
-    }
-    fn go<F: Future<Output = ()> + Send + 'static>(f: F) {
-        drop(tokio::spawn(f));
-    }
-    fn parked_tasks(&self) -> Option<usize> {
-        None
-    }
-    fn stats_line(&self) -> Option<String> {
-        None
-    }
-}
+/// The spawning loops yield every this many spawns: ~200 µs of spawning at a time, far below
+/// the 10 ms after which sysmon reports a poll as hogging its P.
+const YIELD_EVERY: u64 = 1024;
 
 fn spawn_mode<R: Rt>(rt: &R, n: usize) -> (Duration, u64) {
     let t0 = Instant::now();
     // The root is itself a task, so every spawn comes from inside the runtime on both peers.
     let checksum = rt.block_on(async move {
         R::spawn(async move {
-            let handles: Vec<_> =
-                (0..n as u64).map(|i| R::spawn(async move { little_arithmetic(i) })).collect();
+            let mut handles = Vec::with_capacity(n);
+            for i in 0..n as u64 {
+                handles.push(R::spawn(async move { little_arithmetic(i) }));
+                // A loop of 1M spawns is one long poll: yield now and then, as the runtime's
+                // long-poll report asks (Go would preempt the loop instead).
+                if i % YIELD_EVERY == YIELD_EVERY - 1 {
+                    R::yield_now().await;
+                }
+            }
             let mut acc = 0u64;
             for h in handles {
                 acc = acc.wrapping_add(h.await);
@@ -289,7 +207,10 @@ fn park_mode<R: Rt>(rt: &R, n: usize) -> ParkReport {
     let (g, p, d) = (gate.clone(), parked.clone(), done.clone());
     rt.block_on(async move {
         R::spawn(async move {
-            for _ in 0..n {
+            for i in 0..n {
+                if i as u64 % YIELD_EVERY == YIELD_EVERY - 1 {
+                    R::yield_now().await;
+                }
                 let (g, p, d) = (g.clone(), p.clone(), d.clone());
                 // Detached (like `go f()`): no JoinHandle kept, so only the task is measured.
                 R::go(async move {

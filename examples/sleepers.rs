@@ -19,6 +19,9 @@
 //!
 //! Target (issue 3): ≤ 256 bytes per sleeping task, and ≤ 0.7× tokio's memory.
 
+#[path = "common/mod.rs"]
+mod common;
+use common::{parse_count, rss, Rt};
 use gmprt::Runtime;
 use std::future::Future;
 use std::pin::pin;
@@ -42,13 +45,6 @@ fn usage() -> ! {
         "usage: sleepers [--tasks N] [--sleep-ms S] [--procs P] [--runtime gmprt|tokio]   (defaults N=1000000 S=1000; N may be written 1_000_000 or 1e6)"
     );
     std::process::exit(2)
-}
-
-fn parse_count(s: &str) -> Option<usize> {
-    let s = s.replace('_', "");
-    s.parse()
-        .ok()
-        .or_else(|| s.parse::<f64>().ok().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as usize))
 }
 
 fn args() -> Args {
@@ -86,19 +82,6 @@ fn args() -> Args {
         usage()
     }
     a
-}
-
-/// Resident set size (current, peak) in bytes, from /proc/self/status (Linux).
-fn rss() -> (u64, u64) {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        s.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .map_or(0, |kb| kb * 1024)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
 }
 
 /// Counts events and wakes one waiter when the count reaches zero.
@@ -143,97 +126,6 @@ struct Board {
     last_deadline_ns: AtomicU64,
     last_wake_ns: AtomicU64,
     max_late_ns: AtomicU64,
-}
-
-/// The two runtimes this example can run on, behind one interface so the programs are the same.
-trait Rt: 'static {
-    const NAME: &'static str;
-    fn procs(&self) -> usize;
-    fn block_on<F: Future>(&self, f: F) -> F::Output;
-    /// Spawns from inside the runtime; the returned future yields the task's output.
-    fn spawn<F>(f: F) -> impl Future<Output = F::Output> + Send + 'static
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static;
-    /// Spawns and detaches (Go's `go f()`).
-    fn go<F: Future<Output = ()> + Send + 'static>(f: F);
-    fn yield_now() -> impl Future<Output = ()> + Send;
-    /// The runtime's own timer (Go's `time.Sleep` until an instant).
-    fn sleep_until(deadline: Instant) -> impl Future<Output = ()> + Send + 'static;
-    /// Timers the runtime reports as pending, if it can say.
-    fn timers(&self) -> Option<usize>;
-    /// A line of scheduler counters, if the runtime has them.
-    fn stats_line(&self) -> Option<String>;
-}
-
-impl Rt for Runtime {
-    const NAME: &'static str = "gmprt";
-    fn procs(&self) -> usize {
-        Runtime::procs(self)
-    }
-    fn block_on<F: Future>(&self, f: F) -> F::Output {
-        Runtime::block_on(self, f)
-    }
-    fn spawn<F>(f: F) -> impl Future<Output = F::Output> + Send + 'static
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let h = gmprt::spawn(f);
-        async move { h.await.expect("task failed") }
-    }
-    fn go<F: Future<Output = ()> + Send + 'static>(f: F) {
-        drop(gmprt::spawn(f));
-    }
-    fn yield_now() -> impl Future<Output = ()> + Send {
-        gmprt::yield_now()
-    }
-    fn sleep_until(deadline: Instant) -> impl Future<Output = ()> + Send + 'static {
-        gmprt::runtime::time::sleep_until(deadline)
-    }
-    fn timers(&self) -> Option<usize> {
-        Some(self.stats().timers)
-    }
-    fn stats_line(&self) -> Option<String> {
-        let st = self.stats();
-        Some(format!(
-            "M parks {}, unparks {}; steals {} of {} attempts; threads {}",
-            st.parks, st.unparks, st.steals, st.steal_attempts, st.threads
-        ))
-    }
-}
-
-impl Rt for tokio::runtime::Runtime {
-    const NAME: &'static str = "tokio";
-    fn procs(&self) -> usize {
-        self.metrics().num_workers()
-    }
-    fn block_on<F: Future>(&self, f: F) -> F::Output {
-        tokio::runtime::Runtime::block_on(self, f)
-    }
-    fn spawn<F>(f: F) -> impl Future<Output = F::Output> + Send + 'static
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let h = tokio::spawn(f);
-        async move { h.await.expect("task failed") }
-    }
-    fn go<F: Future<Output = ()> + Send + 'static>(f: F) {
-        drop(tokio::spawn(f));
-    }
-    fn yield_now() -> impl Future<Output = ()> + Send {
-        tokio::task::yield_now()
-    }
-    fn sleep_until(deadline: Instant) -> impl Future<Output = ()> + Send + 'static {
-        tokio::time::sleep_until(tokio::time::Instant::from_std(deadline))
-    }
-    fn timers(&self) -> Option<usize> {
-        None
-    }
-    fn stats_line(&self) -> Option<String> {
-        None
-    }
 }
 
 /// One sleeper: take a deadline S from now, register the timer and report "asleep", sleep,
