@@ -27,6 +27,10 @@ use std::cell::OnceCell;
 use std::future::Future;
 use std::time::Duration;
 
+#[path = "common/mod.rs"]
+mod common;
+use common::{gmprt_rt, procs, run_gmprt, run_tokio, tokio_rt, Gmprt, Sched, Tokio};
+
 /// Round trips per iteration of `chan_ping_pong`.
 const PING_PONGS: usize = 10_000;
 /// `chan_throughput`: producers, and values sent in all per iteration.
@@ -38,17 +42,6 @@ const THROUGHPUT_CAP: usize = 1024;
 // ---------------------------------------------------------------------------------------------
 // The two runtimes and their channels behind small interfaces
 
-/// Spawning, from inside a task of the runtime.
-trait Sched: 'static {
-    type Error: std::fmt::Debug;
-    type Handle<T: Send + 'static>: Future<Output = Result<T, Self::Error>> + Send + 'static;
-
-    fn spawn<F>(future: F) -> Self::Handle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static;
-}
-
 /// A bounded async channel.
 trait Channel: 'static {
     /// The capacity `chan_ping_pong` uses: 0 (unbuffered) where the channel has it.
@@ -59,21 +52,6 @@ trait Channel: 'static {
     fn bounded<T: Send + 'static>(cap: usize) -> (Self::Tx<T>, Self::Rx<T>);
     fn send<T: Send + 'static>(tx: &Self::Tx<T>, v: T) -> impl Future<Output = ()> + Send + '_;
     fn recv<T: Send + 'static>(rx: &mut Self::Rx<T>) -> impl Future<Output = Option<T>> + Send + '_;
-}
-
-struct Gmprt;
-
-impl Sched for Gmprt {
-    type Error = gmprt::JoinError;
-    type Handle<T: Send + 'static> = gmprt::JoinHandle<T>;
-
-    fn spawn<F>(future: F) -> Self::Handle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        gmprt::spawn(future)
-    }
 }
 
 impl Channel for Gmprt {
@@ -94,21 +72,6 @@ impl Channel for Gmprt {
     }
 }
 
-struct Tokio;
-
-impl Sched for Tokio {
-    type Error = tokio::task::JoinError;
-    type Handle<T: Send + 'static> = tokio::task::JoinHandle<T>;
-
-    fn spawn<F>(future: F) -> Self::Handle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        tokio::spawn(future)
-    }
-}
-
 impl Channel for Tokio {
     const PING_CAP: usize = 1;
     type Tx<T: Send + 'static> = tokio::sync::mpsc::Sender<T>;
@@ -125,35 +88,6 @@ impl Channel for Tokio {
     fn recv<T: Send + 'static>(rx: &mut Self::Rx<T>) -> impl Future<Output = Option<T>> + Send + '_ {
         rx.recv()
     }
-}
-
-/// Worker count for both runtimes: env `BENCH_PROCS`, default 2.
-fn procs() -> usize {
-    match std::env::var("BENCH_PROCS") {
-        Ok(v) => match v.trim().parse::<usize>() {
-            Ok(n) if n > 0 => n,
-            _ => panic!("BENCH_PROCS={v:?}: expected a whole number of workers, at least 1"),
-        },
-        Err(_) => 2,
-    }
-}
-
-/// Runs `root` as a spawned task on gmprt (so it runs on an M, holding a P) and waits for it.
-fn run_gmprt<F>(rt: &gmprt::Runtime, root: F) -> F::Output
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    rt.block_on(async { rt.spawn(root).await.expect("gmprt root task") })
-}
-
-/// Runs `root` as a spawned task on tokio (so it runs on a worker) and waits for it.
-fn run_tokio<F>(rt: &tokio::runtime::Runtime, root: F) -> F::Output
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    rt.block_on(async { tokio::spawn(root).await.expect("tokio root task") })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -255,7 +189,7 @@ macro_rules! three {
             let cell = OnceCell::new();
             g.bench_function(BenchmarkId::new("gmprt", &id), |b| {
                 let rt = cell.get_or_init(|| {
-                    let rt = gmprt::Runtime::builder().procs(procs).build().expect("start gmprt runtime");
+                    let rt = gmprt_rt(procs);
                     ($check)(run_gmprt(&rt, $root));
                     rt
                 });
@@ -267,10 +201,7 @@ macro_rules! three {
             let cell = OnceCell::new();
             g.bench_function(BenchmarkId::new("tokio", &id), |b| {
                 let rt = cell.get_or_init(|| {
-                    let rt = tokio::runtime::Builder::new_multi_thread()
-                        .worker_threads(procs)
-                        .build()
-                        .expect("start tokio runtime");
+                    let rt = tokio_rt(procs);
                     ($check)(run_tokio(&rt, $root));
                     rt
                 });

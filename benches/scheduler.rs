@@ -18,7 +18,7 @@
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::cell::OnceCell;
-use std::future::{poll_fn, Future};
+use std::future::poll_fn;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
@@ -39,96 +39,9 @@ const PING_PONGS: usize = 10_000;
 const FAN_PARENTS: usize = 1_000;
 const FAN_CHILDREN: usize = 10;
 
-// ---------------------------------------------------------------------------------------------
-// The two runtimes behind one interface
-
-/// What a workload needs from a runtime, from inside one of its tasks.
-trait Sched: 'static {
-    type Error: std::fmt::Debug;
-    type Handle<T: Send + 'static>: Future<Output = Result<T, Self::Error>> + Send + 'static;
-
-    fn spawn<F>(future: F) -> Self::Handle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static;
-
-    fn yield_now() -> impl Future<Output = ()> + Send;
-}
-
-struct Gmprt;
-
-impl Sched for Gmprt {
-    type Error = gmprt::JoinError;
-    type Handle<T: Send + 'static> = gmprt::JoinHandle<T>;
-
-    fn spawn<F>(future: F) -> Self::Handle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        gmprt::spawn(future)
-    }
-
-    fn yield_now() -> impl Future<Output = ()> + Send {
-        gmprt::yield_now()
-    }
-}
-
-struct Tokio;
-
-impl Sched for Tokio {
-    type Error = tokio::task::JoinError;
-    type Handle<T: Send + 'static> = tokio::task::JoinHandle<T>;
-
-    fn spawn<F>(future: F) -> Self::Handle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        tokio::spawn(future)
-    }
-
-    fn yield_now() -> impl Future<Output = ()> + Send {
-        tokio::task::yield_now()
-    }
-}
-
-/// Worker count for both runtimes: env `BENCH_PROCS`, default 2.
-fn procs() -> usize {
-    match std::env::var("BENCH_PROCS") {
-        Ok(v) => match v.trim().parse::<usize>() {
-            Ok(n) if n > 0 => n,
-            _ => panic!("BENCH_PROCS={v:?}: expected a whole number of workers, at least 1"),
-        },
-        Err(_) => 2,
-    }
-}
-
-fn gmprt_rt(procs: usize) -> gmprt::Runtime {
-    gmprt::Runtime::builder().procs(procs).build().expect("start gmprt runtime")
-}
-
-fn tokio_rt(procs: usize) -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(procs).build().expect("start tokio runtime")
-}
-
-/// Runs `root` as a spawned task on gmprt (so it runs on an M, holding a P) and waits for it.
-fn run_gmprt<F>(rt: &gmprt::Runtime, root: F) -> F::Output
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    rt.block_on(async { rt.spawn(root).await.expect("gmprt root task") })
-}
-
-/// Runs `root` as a spawned task on tokio (so it runs on a worker) and waits for it.
-fn run_tokio<F>(rt: &tokio::runtime::Runtime, root: F) -> F::Output
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    rt.block_on(async { tokio::spawn(root).await.expect("tokio root task") })
-}
+#[path = "common/mod.rs"]
+mod common;
+use common::{gmprt_rt, procs, run_gmprt, run_tokio, tokio_rt, Gmprt, Sched, Tokio};
 
 // ---------------------------------------------------------------------------------------------
 // The signalling primitive shared by both sides
