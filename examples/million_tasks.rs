@@ -20,8 +20,7 @@
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{parse_count, rss, Rt};
-use gmprt::runtime::Runtime;
+use common::{fail, gmprt_rt, parse_count, rss, tokio_rt, Rt};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -248,29 +247,9 @@ fn park_mode<R: Rt>(rt: &R, n: usize) -> ParkReport {
 fn main() {
     let a = args();
     if a.tokio {
-        let mut b = tokio::runtime::Builder::new_multi_thread();
-        b.worker_threads(
-            a.procs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-        );
-        match b.build() {
-            Ok(rt) => run(rt, &a),
-            Err(e) => {
-                eprintln!("million_tasks: tokio: {e}");
-                std::process::exit(2)
-            }
-        }
+        run(tokio_rt(a.procs).unwrap_or_else(|e| fail("million_tasks: tokio", e)), &a)
     } else {
-        let mut b = Runtime::builder();
-        if let Some(p) = a.procs {
-            b = b.procs(p);
-        }
-        match b.build() {
-            Ok(rt) => run(rt, &a),
-            Err(e) => {
-                eprintln!("million_tasks: {e}");
-                std::process::exit(2)
-            }
-        }
+        run(gmprt_rt(a.procs).unwrap_or_else(|e| fail("million_tasks", e)), &a)
     }
 }
 

@@ -21,8 +21,7 @@
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{parse_count, rss, Rt};
-use gmprt::Runtime;
+use common::{fail, gmprt_rt, parse_count, rss, tokio_rt, Rt};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -153,33 +152,9 @@ async fn sleeper<R: Rt>(b: &'static Board) {
 fn main() {
     let a = args();
     if a.tokio {
-        if a.procs == Some(0) {
-            eprintln!("sleepers: tokio: --procs must be at least 1");
-            std::process::exit(2)
-        }
-        let mut b = tokio::runtime::Builder::new_multi_thread();
-        b.enable_time().worker_threads(
-            a.procs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-        );
-        match b.build() {
-            Ok(rt) => run(rt, &a),
-            Err(e) => {
-                eprintln!("sleepers: tokio: {e}");
-                std::process::exit(2)
-            }
-        }
+        run(tokio_rt(a.procs).unwrap_or_else(|e| fail("sleepers: tokio", e)), &a)
     } else {
-        let mut b = Runtime::builder();
-        if let Some(p) = a.procs {
-            b = b.procs(p);
-        }
-        match b.build() {
-            Ok(rt) => run(rt, &a),
-            Err(e) => {
-                eprintln!("sleepers: {e}");
-                std::process::exit(2)
-            }
-        }
+        run(gmprt_rt(a.procs).unwrap_or_else(|e| fail("sleepers", e)), &a)
     }
 }
 

@@ -28,6 +28,35 @@ pub fn rss() -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// A gmprt runtime with `procs` Ps (default: `GMPRT_MAXPROCS`, else the available parallelism).
+pub fn gmprt_rt(procs: Option<usize>) -> Result<Runtime, String> {
+    let mut b = Runtime::builder();
+    if let Some(p) = procs {
+        b = b.procs(p);
+    }
+    b.build().map_err(|e| e.to_string())
+}
+
+/// A tokio multi-thread runtime with `procs` workers (default: the available parallelism) and
+/// its timer enabled. Zero workers is an error here rather than tokio's panic.
+pub fn tokio_rt(procs: Option<usize>) -> Result<tokio::runtime::Runtime, String> {
+    let n = procs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if n == 0 {
+        return Err("--procs must be at least 1".to_string());
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_time()
+        .worker_threads(n)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// Says why a runtime could not start and exits with status 2 (bad arguments).
+pub fn fail(what: &str, e: String) -> ! {
+    eprintln!("{what}: {e}");
+    std::process::exit(2)
+}
+
 /// The two runtimes the examples run on, behind one interface so the programs are the same.
 pub trait Rt: 'static {
     const NAME: &'static str;
