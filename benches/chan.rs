@@ -25,11 +25,10 @@
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::cell::OnceCell;
 use std::future::Future;
-use std::time::Duration;
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{gmprt_rt, procs, run_gmprt, run_tokio, tokio_rt, Gmprt, Sched, Tokio};
+use common::{config, gmprt_rt, procs, run_gmprt, run_tokio, tokio_rt, Gmprt, Sched, Tokio};
 
 /// Round trips per iteration of `chan_ping_pong`.
 const PING_PONGS: usize = 10_000;
@@ -226,15 +225,6 @@ fn bench_throughput(c: &mut Criterion) {
     let expect = (m as u64) * (m as u64 - 1) / 2;
     let check = |v: u64| assert_eq!(v, expect);
     three!(c, "chan_throughput", m, |S| throughput::<S>(p, m, cap), throughput_crossbeam(p, m, cap), check);
-}
-
-/// Keeps the whole run near a minute on 2 cores; command-line flags (`--measurement-time`,
-/// `--warm-up-time`, `--sample-size`) override these.
-fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(20)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4))
 }
 
 criterion_group! {

@@ -22,7 +22,6 @@ use std::future::poll_fn;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
-use std::time::Duration;
 
 /// Tasks per iteration of `spawn_many`.
 const SPAWN_MANY: usize = 100_000;
@@ -41,7 +40,7 @@ const FAN_CHILDREN: usize = 10;
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{gmprt_rt, procs, run_gmprt, run_tokio, tokio_rt, Gmprt, Sched, Tokio};
+use common::{config, gmprt_rt, procs, run_gmprt, run_tokio, tokio_rt, Gmprt, Sched, Tokio};
 
 // ---------------------------------------------------------------------------------------------
 // The signalling primitive shared by both sides
@@ -323,15 +322,6 @@ fn bench_task_cache(c: &mut Criterion) {
         });
     }
     g.finish();
-}
-
-/// Keeps the whole run near two minutes on 2 cores; command-line flags
-/// (`--measurement-time`, `--warm-up-time`, `--sample-size`) override these.
-fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(20)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4))
 }
 
 criterion_group! {

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::future::Future;
+use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------------
 // The two runtimes behind one interface
@@ -93,4 +94,14 @@ where
     F::Output: Send + 'static,
 {
     rt.block_on(async { tokio::spawn(root).await.expect("tokio root task") })
+}
+
+/// Criterion settings for every bench here: 20 samples, 1 s warm-up, 4 s per function, which
+/// keeps each bench file within a few minutes on 2 cores; command-line flags
+/// (`--measurement-time`, `--warm-up-time`, `--sample-size`) override them.
+pub fn config() -> criterion::Criterion {
+    criterion::Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4))
 }
