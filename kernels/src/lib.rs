@@ -1,7 +1,23 @@
 //! gmprt-kernels: each compute kernel twice, with the same math — a CUDA C source compiled at
-//! run time by NVRTC and a vectorised CPU version — plus f64 references for tests.
+//! run time by NVRTC (`kernels/cuda/*.cu`, embedded by [`cuda`]) and a vectorised CPU version —
+//! plus f64 references for tests. It depends on no crate of ours (see `DESIGN.md`).
 //!
-//! This crate is a placeholder until the kernels/offload issue fills it in; it depends on no
-//! crate of ours (see `DESIGN.md`).
+//! Data is struct-of-arrays f32. The offload layer moves batches as *word buffers*: `u32`
+//! words, column-major with stride `n` (column `c` of a batch of `n` items is
+//! `words[c * n..(c + 1) * n]`), f32 columns as their bits. Every kernel has a `*_words` entry
+//! point over that layout, used identically by the CPU path and the CUDA launch.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
+
+pub mod black_scholes;
+pub mod cuda;
+pub mod error;
+pub mod isa;
+pub mod math;
+pub mod monte_carlo;
+pub mod philox;
+pub mod saxpy;
+pub mod sgemm;
+
+pub use error::{InvalidInput, KernelError};
+pub use isa::Isa;

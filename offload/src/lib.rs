@@ -1,8 +1,26 @@
-//! gmprt-offload: the explicit path from green tasks to a GPU (Device, Batcher, cost model).
+//! gmprt-offload: the explicit path from green tasks to a GPU.
 //!
-//! This crate is a placeholder until the kernels/offload issue fills it in. It is built on the
-//! runtime's public API only: the runtime never moves a task to a GPU by itself.
+//! The runtime never moves a task to a GPU by itself. This crate does it explicitly: a
+//! [`Device`] (CUDA through cudarc, or the Host stand-in), a [`Batcher`] that coalesces many
+//! tasks' `submit(item).await` into one launch per batch, and per-batch timelines. It is built
+//! on the runtime's public API only.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub use gmprt_kernels as kernels;
 pub use gmprt_runtime as runtime;
+
+pub mod backend;
+pub mod batcher;
+pub mod cuda;
+pub mod device;
+pub mod error;
+pub mod host;
+pub mod jobs;
+pub mod timeline;
+
+pub use backend::{Job, PhaseTimes, Phases};
+pub use batcher::{Batcher, BatcherConfig};
+pub use device::{Device, DeviceKind};
+pub use error::OffloadError;
+pub use jobs::BatchKernel;

@@ -1,0 +1,5 @@
+//! STUB.
+/// STUB.
+pub struct Batcher;
+/// STUB.
+pub struct BatcherConfig;
