@@ -34,6 +34,7 @@ pub(crate) mod loom;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_hooks;
+pub mod par;
 mod park;
 mod runtime;
 pub(crate) mod sched;
@@ -45,6 +46,7 @@ pub mod time;
 pub mod trace;
 mod yield_now;
 
+pub use crate::par::parallel_for;
 pub use crate::runtime::{BuildError, Builder, Handle, Runtime, SpawnError, DEFAULT_MAX_THREADS};
 pub use crate::sched::stats::RuntimeStats;
 pub use crate::sched::syscall::{syscall, ThreadLimit};

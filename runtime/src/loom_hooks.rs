@@ -157,3 +157,34 @@ impl Task {
         self.0.run()
     }
 }
+
+/// A `parallel_for` loop without a runtime, for `tests/loom_par.rs`: the model's threads play
+/// the caller and the helper tasks.
+#[derive(Clone)]
+pub struct ParLoop(Arc<OwnedLoop>);
+
+/// The loop and the closure it points into (dropped together, the loop first).
+struct OwnedLoop {
+    lp: crate::par::Loop,
+    _f: Box<dyn Fn(std::ops::Range<usize>) + Sync + Send>,
+}
+
+impl ParLoop {
+    /// A loop over `0..len` in chunks of `grain` calling `f`.
+    pub fn new(len: usize, grain: usize, f: Box<dyn Fn(std::ops::Range<usize>) + Sync + Send>) -> ParLoop {
+        let p: *const (dyn Fn(std::ops::Range<usize>) + Sync + Send) = &*f;
+        // SAFETY: only the lifetime is erased; the box lives (at a stable heap address) as long
+        // as the loop that points into it.
+        let p: crate::par::ErasedFn =
+            unsafe { std::mem::transmute(p as *const (dyn Fn(std::ops::Range<usize>) + Sync)) };
+        ParLoop(Arc::new(OwnedLoop { lp: crate::par::Loop::new(len, grain, p), _f: f }))
+    }
+    /// Claims and runs one chunk (as a helper or the caller does); false when none was left.
+    pub fn run_one(&self) -> bool {
+        self.0.lp.run_one()
+    }
+    /// The caller's wait for every chunk to finish.
+    pub fn wait(&self) {
+        self.0.lp.wait()
+    }
+}

@@ -371,6 +371,11 @@ impl Handle {
     pub fn stats(&self) -> RuntimeStats {
         self.shared.stats()
     }
+
+    /// The number of Ps (gomaxprocs) of this runtime.
+    pub fn procs(&self) -> usize {
+        self.shared.procs()
+    }
 }
 
 #[cfg(all(test, not(loom)))]
