@@ -1,5 +1,10 @@
 //! The CUDA C sources, embedded, compiled at run time by NVRTC (in gmprt-offload). Each
-//! source's math follows its CPU twin in this crate. STUB (CUDA helper fills in).
+//! source's math follows its CPU twin in this crate; the `.cu` files' headers state the
+//! argument lists, the word layout they read and any difference from the CPU (rounding only).
+//!
+//! Every kernel is `extern "C"` (unmangled names, listed here as constants) and uses a
+//! grid-stride loop, so any grid size covers any `n`; the reductions (`monte_carlo`) need a
+//! block size that is a multiple of 32, at most 1024.
 
 /// One `.cu` source and the kernels (extern "C" functions) it defines.
 #[derive(Clone, Copy, Debug)]
@@ -10,4 +15,76 @@ pub struct CudaSource {
     pub src: &'static str,
     /// `extern "C" __global__` functions it defines.
     pub functions: &'static [&'static str],
+}
+
+/// `gmprt_black_scholes(spot, strike, t, rate, vol, kind, price, delta, gamma, vega, theta,
+/// rho, int n)`: price and Greeks per contract (see [`crate::black_scholes`]).
+pub const FN_BLACK_SCHOLES: &str = "gmprt_black_scholes";
+/// `gmprt_pi_hits(u64 seed, u64 blocks, u64* hits)`: adds the hits of Philox blocks
+/// `0..blocks` of stream [`TAG_PI`](crate::philox::TAG_PI) to `*hits`.
+pub const FN_PI_HITS: &str = "gmprt_pi_hits";
+/// `gmprt_option_paths(u64 seed, f32 spot, f32 strike, f32 t, f32 rate, f32 vol, int is_call,
+/// u64 blocks, f64* sums)`: adds the discounted payoff sum and sum of squares of paths from
+/// blocks `0..blocks` of stream [`TAG_PATHS`](crate::philox::TAG_PATHS) to `sums[0..2]`.
+pub const FN_OPTION_PATHS: &str = "gmprt_option_paths";
+/// `gmprt_saxpy(int n, f32 a, const f32* x, const f32* y, f32* out)`: `out = a·x + y`.
+pub const FN_SAXPY: &str = "gmprt_saxpy";
+/// `gmprt_empty()`: does nothing (launch-overhead calibration).
+pub const FN_EMPTY: &str = "gmprt_empty";
+/// `gmprt_copy(const float4* src, float4* dst, size_t n4)`: device-to-device copy of `n4`
+/// 16-byte vectors (bandwidth calibration).
+pub const FN_COPY: &str = "gmprt_copy";
+
+/// Black-Scholes price and Greeks (`kernels/cuda/black_scholes.cu`).
+pub const BLACK_SCHOLES: CudaSource = CudaSource {
+    name: "black_scholes",
+    src: include_str!("../cuda/black_scholes.cu"),
+    functions: &[FN_BLACK_SCHOLES],
+};
+
+/// Philox4x32-10 Monte Carlo: π hits and option path sums (`kernels/cuda/monte_carlo.cu`).
+pub const MONTE_CARLO: CudaSource = CudaSource {
+    name: "monte_carlo",
+    src: include_str!("../cuda/monte_carlo.cu"),
+    functions: &[FN_PI_HITS, FN_OPTION_PATHS],
+};
+
+/// SAXPY, out of place (`kernels/cuda/saxpy.cu`).
+pub const SAXPY: CudaSource =
+    CudaSource { name: "saxpy", src: include_str!("../cuda/saxpy.cu"), functions: &[FN_SAXPY] };
+
+/// Calibration kernels: empty launch and device copy (`kernels/cuda/calib.cu`).
+pub const CALIB: CudaSource =
+    CudaSource { name: "calib", src: include_str!("../cuda/calib.cu"), functions: &[FN_EMPTY, FN_COPY] };
+
+/// Every embedded source, each name once.
+pub const ALL: &[CudaSource] = &[BLACK_SCHOLES, MONTE_CARLO, SAXPY, CALIB];
+
+/// The source whose module name is `name`, if any.
+pub fn by_name(name: &str) -> Option<&'static CudaSource> {
+    ALL.iter().find(|s| s.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_function_is_defined_extern_c_in_its_source() {
+        let mut names: Vec<&str> = ALL.iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len(), "module names must be unique");
+        for s in ALL {
+            assert!(!s.functions.is_empty(), "{} lists no function", s.name);
+            for f in s.functions {
+                let decl = format!("__global__ void {f}(");
+                assert!(s.src.contains(&decl), "{}: no `{decl}`", s.name);
+                assert!(s.src.contains("extern \"C\""), "{}: kernels must be extern \"C\"", s.name);
+            }
+            assert!(!s.src.contains('\0'), "{}: NUL in source (NVRTC takes a C string)", s.name);
+        }
+        assert_eq!(by_name("saxpy").map(|s| s.name), Some("saxpy"));
+        assert!(by_name("nope").is_none());
+    }
 }

@@ -1,90 +1,238 @@
-//! CUDA device through cudarc (dynamic loading). STUB: signatures fixed; the CUDA helper
-//! fills in the bodies.
+//! CUDA device through cudarc (dynamic loading): nothing here links against CUDA, and nothing
+//! panics when the driver, NVRTC or cuBLAS library is missing — each is looked for
+//! (`is_culib_present`) before its first call, and its absence is an [`OffloadError`].
+//!
+//! Pieces: [`probe`] (is a device usable?), [`CudaBackend`] (context, NVRTC modules compiled
+//! once per device architecture and cached, cuBLAS handles, one-shot measured operations),
+//! the slot ([`Backend::new_slot`], in `slot`), and the launch functions a [`Job`](crate::Job)
+//! calls ([`launch_black_scholes`], [`launch_saxpy`], [`launch_sgemm_batched`], in `launch`).
+//!
+//! Ordering protocol (why no buffer is reused too early, and why two slots overlap):
+//! * cudarc's per-buffer event tracking is **disabled** for this backend's context (right
+//!   after it is created, before any stream or buffer exists). Ordering is ours instead, and
+//!   rests on three rules: (1) every device buffer is used on exactly one stream — a slot's
+//!   buffers on the slot's stream, a one-shot operation's buffers on the backend's utility
+//!   stream — so stream order alone orders its copies and kernels, and its free (cudarc frees
+//!   on the owning stream) comes after its last use; (2) every run ends with the host waiting
+//!   on an event recorded after the run's last operation, so when `Slot::run` (or a one-shot
+//!   operation) returns, nothing on the device reads the pinned input or writes the pinned
+//!   output any more, and the host may touch them; (3) on an error in the middle of a run the
+//!   stream is synchronised before returning, for the same reason. With tracking on, cudarc
+//!   would add a `cuStreamWaitEvent` and a `cuEventRecord` per buffer per operation (all on the
+//!   same stream here, so they order nothing) — pure per-batch overhead.
+//! * Each slot owns a non-blocking stream (no implicit sync with the legacy default stream)
+//!   and shares no buffer with any other slot, so the copy of one slot's batch overlaps the
+//!   kernel of another's on a GPU with separate copy engines.
+//! * cuBLAS: one handle per stream (cuBLAS keeps its workspace per handle, and a handle whose
+//!   stream is switched between concurrently running streams would share that workspace
+//!   between them), created on the first GEMM on that stream and dropped with the slot.
 use crate::backend::{Backend, Slot};
 use crate::error::OffloadError;
 use crate::PhaseTimes;
-use cudarc::driver::{CudaFunction, CudaStream, CudaView, CudaViewMut};
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, CudaView, CudaViewMut, DriverError};
 use gmprt_kernels::cuda::CudaSource;
+use parking_lot::Mutex;
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 use std::sync::Arc;
+
+mod launch;
+pub mod nvrtc;
+mod ops;
+mod slot;
+
+pub use launch::{grid_size, BLOCK_SIZE, GRID_BLOCKS_PER_SM};
+pub use slot::CudaSlot;
 
 /// Checks, without panicking, that a CUDA device can be used: libcuda present
 /// (`is_culib_present` first), driver init, at least `ordinal + 1` devices. `Err` carries the
 /// reason in plain words ("no libcuda.so", "no CUDA device", ...).
 pub fn probe(ordinal: usize) -> Result<(), String> {
-    let _ = ordinal;
-    todo!()
+    // SAFETY: `is_culib_present` only tries to dlopen the candidate library names and drops
+    // what it opened; no precondition. It must come before any other driver call, because
+    // cudarc panics when a call has to load a library that is not there.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err("no libcuda.so (CUDA driver library not found)".to_string());
+    }
+    cudarc::driver::result::init().map_err(|e| format!("cuInit failed: {e}"))?;
+    let count =
+        cudarc::driver::result::device::get_count().map_err(|e| format!("cuDeviceGetCount failed: {e}"))?;
+    let count = usize::try_from(count).unwrap_or(0);
+    if count == 0 {
+        return Err("no CUDA device (driver found, 0 devices)".to_string());
+    }
+    if ordinal >= count {
+        return Err(format!("device {ordinal} not present (only {count})"));
+    }
+    Ok(())
+}
+
+/// The driver-call error for `op`.
+pub(crate) fn driver_err(op: impl Into<String>, e: DriverError) -> OffloadError {
+    OffloadError::Driver { op: op.into(), msg: e.to_string() }
+}
+
+/// One module compiled for this device, with the functions looked up so far.
+struct Loaded {
+    module: Arc<CudaModule>,
+    functions: HashMap<String, CudaFunction>,
+}
+
+/// The state behind a [`CudaBackend`] (shared by its clones and its slots).
+pub(crate) struct Inner {
+    /// The device's primary context, event tracking disabled (see the module docs).
+    pub(crate) ctx: Arc<CudaContext>,
+    ordinal: usize,
+    name: String,
+    cc: (i32, i32),
+    driver: i32,
+    /// Streaming multiprocessors (for grid sizes).
+    pub(crate) sms: u32,
+    /// Module per source name, compiled and loaded on first use.
+    modules: Mutex<HashMap<&'static str, Loaded>>,
+    /// cuBLAS handle per stream (keyed by the `CUstream` address), created on first use.
+    pub(crate) blas: Mutex<HashMap<usize, CudaBlas>>,
+    /// Stream of the one-shot operations (`sgemm`, `pi_hits`, ...), created on first use;
+    /// the lock serialises those operations so that their event timings do not interleave.
+    pub(crate) util: Mutex<Option<Arc<CudaStream>>>,
 }
 
 /// One CUDA device: context, NVRTC-compiled modules (cached per device architecture),
-/// cuBLAS handle. Implements [`Backend`].
+/// cuBLAS handle. Implements [`Backend`]. Cloning is cheap and shares everything.
+#[derive(Clone)]
 pub struct CudaBackend {
-    _p: (),
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
 }
 
 impl CudaBackend {
     /// Opens device `ordinal` after [`probe`]; never panics.
     pub fn new(ordinal: usize) -> Result<CudaBackend, OffloadError> {
-        let _ = ordinal;
-        todo!()
+        probe(ordinal).map_err(|reason| OffloadError::NoDevice { reason })?;
+        let ctx = CudaContext::new(ordinal).map_err(|e| driver_err("cuDevicePrimaryCtxRetain", e))?;
+        // SAFETY: from here on this backend orders all its work itself (module docs: each
+        // buffer lives on one stream, every run ends with a host wait on its last event, a
+        // failed run synchronises its stream). No stream or buffer exists yet on this
+        // context, so none was created with tracking on; the flag belongs to this
+        // `CudaContext` value only (another `CudaContext::new` gets its own).
+        unsafe { ctx.disable_event_tracking() };
+        let name = ctx.name().map_err(|e| driver_err("cuDeviceGetName", e))?;
+        let cc = ctx.compute_capability().map_err(|e| driver_err("cuDeviceGetAttribute(cc)", e))?;
+        let sms = ctx
+            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(|e| driver_err("cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)", e))?;
+        let mut driver = 0;
+        // SAFETY: the driver library is loaded and initialised (probe); the pointer is valid.
+        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) }
+            .result()
+            .map_err(|e| driver_err("cuDriverGetVersion", e))?;
+        Ok(CudaBackend {
+            inner: Arc::new(Inner {
+                ctx,
+                ordinal,
+                name,
+                cc,
+                driver,
+                sms: u32::try_from(sms).unwrap_or(1).max(1),
+                modules: Mutex::new(HashMap::new()),
+                blas: Mutex::new(HashMap::new()),
+                util: Mutex::new(None),
+            }),
+        })
     }
     /// Device name, e.g. `NVIDIA H200`.
     pub fn name(&self) -> &str {
-        todo!()
+        &self.inner.name
     }
     /// Compute capability (major, minor).
     pub fn compute_capability(&self) -> (i32, i32) {
-        todo!()
+        self.inner.cc
     }
     /// Driver version as reported by `cuDriverGetVersion` (e.g. 13000).
     pub fn driver_version(&self) -> i32 {
-        todo!()
+        self.inner.driver
+    }
+    /// Device ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.inner.ordinal
+    }
+    /// Number of streaming multiprocessors.
+    pub fn sm_count(&self) -> u32 {
+        self.inner.sms
+    }
+    /// The context (event tracking disabled: whoever allocates on it must follow the
+    /// ordering rules in the module docs).
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.inner.ctx
     }
     /// `function` of `src`, compiling the module with NVRTC for this device's architecture
     /// on first use (cached).
     pub fn function(&self, src: &CudaSource, function: &str) -> Result<CudaFunction, OffloadError> {
-        let _ = (src, function);
-        todo!()
+        // One lock for lookup and compile: a source is compiled once even when two slots ask
+        // for it at the same time. Compiles happen once per source per device, so holding the
+        // lock through one (~0.1 s) costs nothing after warm-up; the hot path is one lookup.
+        let mut modules = self.inner.modules.lock();
+        if let Some(f) = modules.get(src.name).and_then(|m| m.functions.get(function)) {
+            return Ok(f.clone());
+        }
+        let loaded = match modules.entry(src.name) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => {
+                let ptx = nvrtc::compile(src, self.inner.cc)?;
+                let module = self.inner.ctx.load_module(ptx).map_err(|e| OffloadError::Driver {
+                    op: format!("load module {}", src.name),
+                    msg: load_hint(e),
+                })?;
+                v.insert(Loaded { module, functions: HashMap::new() })
+            }
+        };
+        if function.contains('\0') {
+            return Err(OffloadError::Driver {
+                op: format!("cuModuleGetFunction {function:?}"),
+                msg: "name contains a NUL byte".into(),
+            });
+        }
+        let f = loaded.module.load_function(function).map_err(|e| OffloadError::Driver {
+            op: format!("cuModuleGetFunction {function} (module {})", src.name),
+            msg: e.to_string(),
+        })?;
+        loaded.functions.insert(function.to_string(), f.clone());
+        Ok(f)
     }
-    /// C = A·B (row-major, m×k by k×n) through cuBLAS: uploads, runs, downloads; returns
-    /// event-timed phases.
-    pub fn sgemm(
-        &self,
-        m: usize,
-        n: usize,
-        k: usize,
-        a: &[f32],
-        b: &[f32],
-        c: &mut [f32],
-    ) -> Result<PhaseTimes, OffloadError> {
-        let _ = (m, n, k, a, b, c);
-        todo!()
-    }
-    /// π hits over `blocks` Philox blocks from `seed` (same stream as
-    /// `gmprt_kernels::monte_carlo::pi_hits(seed, 0, blocks)`), with the kernel's time.
-    pub fn pi_hits(&self, seed: u64, blocks: u64) -> Result<(u64, PhaseTimes), OffloadError> {
-        let _ = (seed, blocks);
-        todo!()
-    }
-    /// Monte Carlo option path sums (as `gmprt_kernels::monte_carlo::option_paths_sum(seed,
-    /// c, 0, blocks)`), with the kernel's time.
-    pub fn option_paths_sum(
-        &self,
-        seed: u64,
-        c: &gmprt_kernels::black_scholes::Contract,
-        blocks: u64,
-    ) -> Result<((f64, f64), PhaseTimes), OffloadError> {
-        let _ = (seed, c, blocks);
-        todo!()
+}
+
+/// A module-load error, with the usual cause spelled out when it is a PTX version mismatch.
+fn load_hint(e: DriverError) -> String {
+    use cudarc::driver::sys::CUresult;
+    match e.0 {
+        CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION => format!(
+            "{e} (the NVRTC library is newer than the driver: use an NVRTC no newer than the \
+             driver's CUDA version)"
+        ),
+        _ => e.to_string(),
     }
 }
 
 impl Backend for CudaBackend {
     fn describe(&self) -> String {
-        todo!()
+        let (major, minor) = self.inner.cc;
+        let d = self.inner.driver;
+        format!(
+            "cuda:{} {} (sm_{major}{minor}, driver {}.{})",
+            self.inner.ordinal,
+            self.inner.name,
+            d / 1000,
+            (d % 1000) / 10
+        )
     }
     fn new_slot(&self, in_words: usize, out_words: usize) -> Result<Box<dyn Slot>, OffloadError> {
-        let _ = (in_words, out_words);
-        todo!()
+        Ok(Box::new(CudaSlot::new(self.clone(), in_words, out_words)?))
     }
 }
 
@@ -103,14 +251,12 @@ pub struct LaunchCtx<'a> {
 /// Enqueues Black-Scholes over `n` contracts in the word layout
 /// (`gmprt_kernels::black_scholes`): one launch.
 pub fn launch_black_scholes(ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
-    let _ = (ctx, n);
-    todo!()
+    launch::black_scholes(ctx, n)
 }
 
 /// Enqueues SAXPY over `n` items: input words `x` then `y` (stride n), output word `a·x + y`.
 pub fn launch_saxpy(ctx: &mut LaunchCtx<'_>, n: usize, a: f32) -> Result<(), OffloadError> {
-    let _ = (ctx, n, a);
-    todo!()
+    launch::saxpy(ctx, n, a)
 }
 
 /// Enqueues `count` independent products C_i = A_i·B_i (m×k by k×n, row-major) as one
@@ -123,6 +269,33 @@ pub fn launch_sgemm_batched(
     n: usize,
     k: usize,
 ) -> Result<(), OffloadError> {
-    let _ = (ctx, count, m, n, k);
-    todo!()
+    launch::sgemm_batched(ctx, count, m, n, k)
+}
+
+/// `PhaseTimes` from four events recorded at the phase boundaries (already completed).
+pub(crate) fn phase_times(
+    ev: &[cudarc::driver::CudaEvent; 4],
+    phases: crate::Phases,
+) -> Result<PhaseTimes, OffloadError> {
+    let span = |a: &cudarc::driver::CudaEvent,
+                b: &cudarc::driver::CudaEvent,
+                on: bool|
+     -> Result<std::time::Duration, OffloadError> {
+        if !on {
+            return Ok(std::time::Duration::ZERO);
+        }
+        let ms = a.elapsed_ms(b).map_err(|e| driver_err("cuEventElapsedTime", e))?;
+        // Events are recorded in order on one stream, so `ms >= 0`; guard anyway (a NaN or a
+        // negative value from a broken driver must not panic `from_secs_f64`).
+        Ok(if ms.is_finite() && ms > 0.0 {
+            std::time::Duration::from_secs_f64(f64::from(ms) / 1e3)
+        } else {
+            std::time::Duration::ZERO
+        })
+    };
+    Ok(PhaseTimes {
+        h2d: span(&ev[0], &ev[1], phases.h2d)?,
+        kernel: span(&ev[1], &ev[2], phases.kernel)?,
+        d2h: span(&ev[2], &ev[3], phases.d2h)?,
+    })
 }

@@ -1,0 +1,264 @@
+//! Kernel launches over the word layout (`gmprt_kernels`' crate docs: column `c` of a batch
+//! of `n` at `words[c * n..]`) and the cuBLAS GEMM, all enqueued on the caller's stream and
+//! never synchronised here.
+//!
+//! Protocol: each function checks the batch against the buffers first (a short buffer is an
+//! `OffloadError::Kernel(Shape)`, never a panic or an out-of-bounds launch), then looks the
+//! function up (compiled once per device, see `CudaBackend::function`), cuts one device view
+//! per column, and enqueues one launch. The views borrow the slot's buffers, so the borrow
+//! checker keeps the buffers alive until the launch is enqueued; the slot's end-of-run wait
+//! keeps them alive until it completes.
+//!
+//! Launch shape: [`BLOCK_SIZE`] threads per block and [`grid_size`] blocks, every kernel a
+//! grid-stride loop, so any grid covers any `n`.
+use super::{driver_err, CudaBackend, LaunchCtx};
+use crate::error::OffloadError;
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
+use cudarc::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use gmprt_kernels::black_scholes::{IN_WORDS, OUT_WORDS};
+use gmprt_kernels::cuda::{BLACK_SCHOLES, FN_BLACK_SCHOLES, FN_SAXPY, SAXPY};
+use gmprt_kernels::KernelError;
+use std::collections::hash_map::Entry;
+use std::sync::{Arc, OnceLock};
+
+/// Threads per block: a multiple of the 32-thread warp, and 8 blocks of 256 fill the 2048
+/// resident threads of an SM on sm_80..sm_100 when registers allow, so occupancy is limited by
+/// registers, not by the block shape; the reduction kernels' per-warp shared arrays (32
+/// entries) fit any block of at most 1024 threads.
+pub const BLOCK_SIZE: u32 = 256;
+
+/// Grid cap in blocks per SM: 32 blocks of 256 threads are four times the 8 blocks an SM can
+/// hold at once, so every SM gets work and the last wave's imbalance is small; beyond that
+/// the grid-stride loop reuses threads, which amortises per-thread setup (Philox key, block
+/// reduction, one atomic per block in the Monte Carlo kernels) over more items.
+pub const GRID_BLOCKS_PER_SM: u32 = 32;
+
+/// Blocks for `items` work items on a device with `sms` SMs:
+/// `min(ceil(items / BLOCK_SIZE), sms · GRID_BLOCKS_PER_SM)`, at least 1.
+pub fn grid_size(items: u64, sms: u32) -> u32 {
+    let wanted = items.div_ceil(u64::from(BLOCK_SIZE)).max(1);
+    let cap = u64::from(sms.max(1)) * u64::from(GRID_BLOCKS_PER_SM);
+    // The cap is at most 2^32 · 32 in theory; the grid's x limit is 2^31 - 1.
+    wanted.min(cap).min(i32::MAX as u64) as u32
+}
+
+/// The launch configuration for `items` on `backend`'s device (no dynamic shared memory: the
+/// reductions use static shared arrays).
+pub(crate) fn config(items: u64, backend: &CudaBackend) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (grid_size(items, backend.inner.sms), 1, 1),
+        block_dim: (BLOCK_SIZE, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// `n` as the kernels' `int n`.
+fn kernel_n(n: usize, kernel: &str) -> Result<i32, OffloadError> {
+    i32::try_from(n).map_err(|_| {
+        OffloadError::Config(format!(
+            "batch of {n} items is too large for {kernel} (the kernel indexes with int)"
+        ))
+    })
+}
+
+/// `items · words_per_item`, checked against a buffer of `got` words.
+fn need(what: &'static str, items: usize, words_per_item: usize, got: usize) -> Result<usize, OffloadError> {
+    let expected = items.checked_mul(words_per_item).ok_or_else(|| {
+        OffloadError::Config(format!("{what}: {items} × {words_per_item} words overflows usize"))
+    })?;
+    if got < expected {
+        return Err(KernelError::Shape { what, expected, got }.into());
+    }
+    Ok(expected)
+}
+
+/// See [`super::launch_black_scholes`].
+pub(crate) fn black_scholes(ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
+    if n == 0 {
+        return Ok(());
+    }
+    let n_arg = kernel_n(n, FN_BLACK_SCHOLES)?;
+    need("device input words (black_scholes)", n, IN_WORDS, ctx.input.len())?;
+    let out_len = need("device output words (black_scholes)", n, OUT_WORDS, ctx.output.len())?;
+    let f = ctx.backend.function(&BLACK_SCHOLES, FN_BLACK_SCHOLES)?;
+    let col = |c: usize| ctx.input.slice(c * n..(c + 1) * n);
+    let (spot, strike, t, rate, vol, kind) = (col(0), col(1), col(2), col(3), col(4), col(5));
+    // Six disjoint mutable column views, cut one after the other.
+    let mut out = ctx.output.slice_mut(..out_len);
+    let (mut price, mut r1) = out.split_at_mut(n);
+    let (mut delta, mut r2) = r1.split_at_mut(n);
+    let (mut gamma, mut r3) = r2.split_at_mut(n);
+    let (mut vega, mut r4) = r3.split_at_mut(n);
+    let (mut theta, mut rho) = r4.split_at_mut(n);
+    let cfg = config(n as u64, ctx.backend);
+    let mut b = ctx.stream.launch_builder(&f);
+    b.arg(&spot).arg(&strike).arg(&t).arg(&rate).arg(&vol).arg(&kind);
+    b.arg(&mut price).arg(&mut delta).arg(&mut gamma).arg(&mut vega).arg(&mut theta).arg(&mut rho);
+    b.arg(&n_arg);
+    // SAFETY: the arguments match `gmprt_black_scholes`'s parameters in order and type (six
+    // `const float*`/`const unsigned*` columns of n words, six `float*` columns of n words,
+    // `int n`); every view holds exactly n words (checked above), so the kernel's accesses
+    // `[0, n)` stay inside them; the views are disjoint, so no two outputs alias.
+    unsafe { b.launch(cfg) }.map_err(|e| driver_err("cuLaunchKernel gmprt_black_scholes", e))?;
+    Ok(())
+}
+
+/// See [`super::launch_saxpy`].
+pub(crate) fn saxpy(ctx: &mut LaunchCtx<'_>, n: usize, a: f32) -> Result<(), OffloadError> {
+    if n == 0 {
+        return Ok(());
+    }
+    let n_arg = kernel_n(n, FN_SAXPY)?;
+    need("device input words (saxpy)", n, 2, ctx.input.len())?;
+    need("device output words (saxpy)", n, 1, ctx.output.len())?;
+    let f = ctx.backend.function(&SAXPY, FN_SAXPY)?;
+    let x = ctx.input.slice(..n);
+    let y = ctx.input.slice(n..2 * n);
+    let mut out = ctx.output.slice_mut(..n);
+    let cfg = config(n as u64, ctx.backend);
+    let mut b = ctx.stream.launch_builder(&f);
+    b.arg(&n_arg).arg(&a).arg(&x).arg(&y).arg(&mut out);
+    // SAFETY: arguments match `gmprt_saxpy(int n, float a, const float* x, const float* y,
+    // float* out)`; x, y and out hold n words each (checked above); out does not alias x, y.
+    unsafe { b.launch(cfg) }.map_err(|e| driver_err("cuLaunchKernel gmprt_saxpy", e))?;
+    Ok(())
+}
+
+/// See [`super::launch_sgemm_batched`].
+pub(crate) fn sgemm_batched(
+    ctx: &mut LaunchCtx<'_>,
+    count: usize,
+    m: usize,
+    n: usize,
+    k: usize,
+) -> Result<(), OffloadError> {
+    let mat = |r: usize, c: usize| r.checked_mul(c).and_then(|rc| rc.checked_mul(count));
+    let overflow = || OffloadError::Config(format!("sgemm batch {count} × ({m}×{k} · {k}×{n}) overflows"));
+    let (a_len, b_len, c_len) =
+        (mat(m, k).ok_or_else(overflow)?, mat(k, n).ok_or_else(overflow)?, mat(m, n).ok_or_else(overflow)?);
+    if c_len == 0 {
+        return Ok(()); // no output element: nothing to compute
+    }
+    need(
+        "device input words (sgemm A and B)",
+        a_len.checked_add(b_len).ok_or_else(overflow)?,
+        1,
+        ctx.input.len(),
+    )?;
+    need("device output words (sgemm C)", c_len, 1, ctx.output.len())?;
+    let a = ctx.input.slice(..a_len);
+    let b = ctx.input.slice(a_len..a_len + b_len);
+    // SAFETY: u32 and f32 have the same size and alignment and every bit pattern is a valid
+    // f32; the lengths are the views' own.
+    let (a32, b32) = unsafe { (a.transmute::<f32>(a_len), b.transmute::<f32>(b_len)) };
+    let mut c = ctx.output.slice_mut(..c_len);
+    // SAFETY: as above.
+    let c32 = unsafe { c.transmute_mut::<f32>(c_len) };
+    match (a32, b32, c32) {
+        (Some(a32), Some(b32), Some(mut c32)) => {
+            gemm_f32(ctx.backend, ctx.stream, count, m, n, k, &a32, &b32, &mut c32)
+        }
+        _ => {
+            Err(OffloadError::Driver { op: "sgemm views".into(), msg: "view reinterpretation failed".into() })
+        }
+    }
+}
+
+/// Whether libcublas can be loaded (checked once; cudarc panics on a missing library).
+fn cublas_available() -> Result<(), OffloadError> {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: `is_culib_present` only tries to dlopen the candidate names; no precondition.
+    if *PRESENT.get_or_init(|| unsafe { cudarc::cublas::sys::is_culib_present() }) {
+        Ok(())
+    } else {
+        Err(OffloadError::Driver {
+            op: "cublasCreate".into(),
+            msg: "no libcublas.so (cuBLAS not found: install the CUDA toolkit's cuBLAS, or put \
+                  the directory holding libcublas.so.13 and libcublasLt.so.13 on LD_LIBRARY_PATH)"
+                .into(),
+        })
+    }
+}
+
+/// `count` row-major products C_i = A_i·B_i (m×k by k×n) on `stream`, one strided-batched
+/// cuBLAS call, with the stream's own cuBLAS handle (created on first use).
+///
+/// Row-major trick: cuBLAS is column-major, and a row-major r×c matrix is the column-major
+/// c×r matrix of its transpose. So C (row-major m×n) = A·B is computed as the column-major
+/// product Cᵀ = Bᵀ·Aᵀ: cuBLAS's (m', n', k') = (n, m, k), its first operand Bᵀ (n×k, leading
+/// dimension n), its second Aᵀ (k×m, leading dimension k), result Cᵀ (n×m, leading dimension
+/// n) — no transposition is ever performed, only the roles swap.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm_f32(
+    backend: &CudaBackend,
+    stream: &Arc<CudaStream>,
+    count: usize,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &CudaView<'_, f32>,
+    b: &CudaView<'_, f32>,
+    c: &mut CudaViewMut<'_, f32>,
+) -> Result<(), OffloadError> {
+    let int = |v: usize, what: &str| {
+        i32::try_from(v).map_err(|_| OffloadError::Config(format!("sgemm {what} = {v} exceeds cuBLAS's int")))
+    };
+    let stride = |r: usize, col: usize| {
+        r.checked_mul(col)
+            .and_then(|v| i64::try_from(v).ok())
+            .ok_or_else(|| OffloadError::Config(format!("sgemm stride {r}×{col} exceeds i64")))
+    };
+    let cfg = StridedBatchedConfig {
+        gemm: GemmConfig {
+            transa: cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N,
+            transb: cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N,
+            m: int(n, "n")?,
+            n: int(m, "m")?,
+            k: int(k, "k")?,
+            alpha: 1.0f32,
+            lda: int(n, "n")?,
+            // cuBLAS requires ld >= max(1, rows); with k = 0 the operand is empty but its
+            // leading dimension must still be 1.
+            ldb: int(k.max(1), "k")?,
+            beta: 0.0f32,
+            ldc: int(n, "n")?,
+        },
+        batch_size: int(count, "count")?,
+        stride_a: stride(k, n)?,
+        stride_b: stride(m, k)?,
+        stride_c: stride(m, n)?,
+    };
+    cublas_available()?;
+    let key = stream.cu_stream() as usize;
+    let mut handles = backend.inner.blas.lock();
+    let blas = match handles.entry(key) {
+        Entry::Occupied(o) => o.into_mut(),
+        Entry::Vacant(v) => {
+            let blas = CudaBlas::new(stream.clone())
+                .map_err(|e| OffloadError::Driver { op: "cublasCreate".into(), msg: e.to_string() })?;
+            v.insert(blas)
+        }
+    };
+    // SAFETY: cfg describes exactly the views: first operand Bᵀ is `count` blocks of k·n
+    // floats (b, length count·k·n), second Aᵀ `count` blocks of m·k (a), result `count`
+    // blocks of m·n (c), with leading dimensions within each block as derived above; the
+    // handle is bound to `stream`, the stream all three views are used on.
+    unsafe { blas.gemm_strided_batched(cfg, b, a, c) }
+        .map_err(|e| OffloadError::Driver { op: "cublasSgemmStridedBatched".into(), msg: e.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_is_capped_by_sms_and_never_zero() {
+        assert_eq!(grid_size(0, 132), 1);
+        assert_eq!(grid_size(1, 132), 1);
+        assert_eq!(grid_size(256, 132), 1);
+        assert_eq!(grid_size(257, 132), 2);
+        assert_eq!(grid_size(100_000, 132), 391);
+        assert_eq!(grid_size(u64::MAX, 132), 132 * GRID_BLOCKS_PER_SM);
+        assert_eq!(grid_size(u64::MAX, 0), GRID_BLOCKS_PER_SM);
+    }
+}

@@ -1,0 +1,170 @@
+//! One-shot measured operations on [`CudaBackend`]: SGEMM through cuBLAS, π hits and option
+//! path sums through the Monte Carlo kernels.
+//!
+//! Protocol: each call takes the backend's utility stream (created on first use; its lock is
+//! held for the whole call, so calls are serialised and their event timings never
+//! interleave), allocates its device buffers on that stream *before* the first event (so
+//! allocation is not timed), records four events around upload / kernel / download, waits on
+//! the last, and returns the event-measured times. The buffers are freed on the same stream
+//! when the call returns, after everything that used them (stream order; event tracking is
+//! off, see `cuda`'s docs). On an error after work was enqueued the stream is synchronised
+//! before returning.
+use super::launch::{config, gemm_f32};
+use super::{driver_err, phase_times, CudaBackend};
+use crate::backend::Phases;
+use crate::error::OffloadError;
+use crate::PhaseTimes;
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaEvent, CudaStream, PushKernelArg};
+use gmprt_kernels::black_scholes::{Contract, OptionKind};
+use gmprt_kernels::cuda::{FN_OPTION_PATHS, FN_PI_HITS, MONTE_CARLO};
+use gmprt_kernels::KernelError;
+use std::sync::Arc;
+
+impl CudaBackend {
+    /// Runs `f` on the utility stream (lock held), with four fresh timing events; on error
+    /// synchronises the stream before returning.
+    fn with_util<T>(
+        &self,
+        f: impl FnOnce(&Arc<CudaStream>, &[CudaEvent; 4]) -> Result<T, OffloadError>,
+    ) -> Result<T, OffloadError> {
+        let mut util = self.inner.util.lock();
+        self.inner.ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+        let stream = match util.as_ref() {
+            Some(s) => s.clone(),
+            None => {
+                let s = self.inner.ctx.new_stream().map_err(|e| driver_err("cuStreamCreate", e))?;
+                *util = Some(s.clone());
+                s
+            }
+        };
+        let ev = |flags| self.inner.ctx.new_event(Some(flags)).map_err(|e| driver_err("cuEventCreate", e));
+        let events = [
+            ev(CUevent_flags::CU_EVENT_DEFAULT)?,
+            ev(CUevent_flags::CU_EVENT_DEFAULT)?,
+            ev(CUevent_flags::CU_EVENT_DEFAULT)?,
+            ev(CUevent_flags::CU_EVENT_BLOCKING_SYNC)?,
+        ];
+        let out = f(&stream, &events);
+        if out.is_err() {
+            let _ = stream.synchronize();
+        }
+        out
+    }
+
+    /// C = A·B (row-major, m×k by k×n) through cuBLAS: uploads, runs, downloads; returns
+    /// event-timed phases.
+    pub fn sgemm(
+        &self,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: &[f32],
+        b: &[f32],
+        c: &mut [f32],
+    ) -> Result<PhaseTimes, OffloadError> {
+        let shape = |what, r: usize, col: usize, got: usize| match r.checked_mul(col) {
+            Some(expected) if expected == got => Ok(()),
+            Some(expected) => Err(OffloadError::Kernel(KernelError::Shape { what, expected, got })),
+            None => Err(OffloadError::Config(format!("sgemm {what}: {r}×{col} overflows usize"))),
+        };
+        shape("a", m, k, a.len())?;
+        shape("b", k, n, b.len())?;
+        shape("c", m, n, c.len())?;
+        if c.is_empty() {
+            return Ok(PhaseTimes::default());
+        }
+        if k == 0 {
+            c.fill(0.0); // an empty sum
+            return Ok(PhaseTimes::default());
+        }
+        self.with_util(|s, ev| {
+            let alloc = |len: usize| {
+                // SAFETY: every element is written before it is read: da and db by the
+                // uploads below, dc by the GEMM (beta = 0: C is not read).
+                unsafe { s.alloc::<f32>(len) }.map_err(|e| driver_err("cuMemAllocAsync", e))
+            };
+            let (mut da, mut db, mut dc) = (alloc(a.len())?, alloc(b.len())?, alloc(c.len())?);
+            let record = |i: usize| ev[i].record(s).map_err(|e| driver_err("cuEventRecord", e));
+            record(0)?;
+            s.memcpy_htod(a, &mut da).map_err(|e| driver_err("cuMemcpyHtoDAsync(a)", e))?;
+            s.memcpy_htod(b, &mut db).map_err(|e| driver_err("cuMemcpyHtoDAsync(b)", e))?;
+            record(1)?;
+            gemm_f32(self, s, 1, m, n, k, &da.as_view(), &db.as_view(), &mut dc.as_view_mut())?;
+            record(2)?;
+            s.memcpy_dtoh(&dc, c).map_err(|e| driver_err("cuMemcpyDtoHAsync(c)", e))?;
+            record(3)?;
+            ev[3].synchronize().map_err(|e| driver_err("cuEventSynchronize", e))?;
+            phase_times(ev, Phases::ALL)
+        })
+    }
+
+    /// π hits over `blocks` Philox blocks from `seed` (same stream as
+    /// `gmprt_kernels::monte_carlo::pi_hits(seed, 0, blocks)`), with the kernel's time.
+    pub fn pi_hits(&self, seed: u64, blocks: u64) -> Result<(u64, PhaseTimes), OffloadError> {
+        if blocks == 0 {
+            return Ok((0, PhaseTimes::default()));
+        }
+        let f = self.function(&MONTE_CARLO, FN_PI_HITS)?;
+        self.with_util(|s, ev| {
+            let mut hits = s.alloc_zeros::<u64>(1).map_err(|e| driver_err("cuMemAllocAsync", e))?;
+            let record = |i: usize| ev[i].record(s).map_err(|e| driver_err("cuEventRecord", e));
+            record(0)?;
+            record(1)?;
+            let cfg = config(blocks, self);
+            let mut b = s.launch_builder(&f);
+            b.arg(&seed).arg(&blocks).arg(&mut hits);
+            // SAFETY: arguments match `gmprt_pi_hits(unsigned long long seed, unsigned long
+            // long blocks, unsigned long long* hits)`; `hits` is one zeroed u64 (the memset is
+            // ordered before the launch on this stream), the only word the kernel writes.
+            unsafe { b.launch(cfg) }.map_err(|e| driver_err("cuLaunchKernel gmprt_pi_hits", e))?;
+            record(2)?;
+            let mut out = [0u64; 1];
+            s.memcpy_dtoh(&hits, &mut out).map_err(|e| driver_err("cuMemcpyDtoHAsync(hits)", e))?;
+            record(3)?;
+            ev[3].synchronize().map_err(|e| driver_err("cuEventSynchronize", e))?;
+            let times = phase_times(ev, Phases { h2d: false, kernel: true, d2h: true })?;
+            Ok((out[0], times))
+        })
+    }
+
+    /// Monte Carlo option path sums (as `gmprt_kernels::monte_carlo::option_paths_sum(seed,
+    /// c, 0, blocks)`), with the kernel's time.
+    pub fn option_paths_sum(
+        &self,
+        seed: u64,
+        c: &Contract,
+        blocks: u64,
+    ) -> Result<((f64, f64), PhaseTimes), OffloadError> {
+        if blocks == 0 {
+            return Ok(((0.0, 0.0), PhaseTimes::default()));
+        }
+        let f = self.function(&MONTE_CARLO, FN_OPTION_PATHS)?;
+        let is_call: i32 = match c.kind {
+            OptionKind::Call => 1,
+            OptionKind::Put => 0,
+        };
+        self.with_util(|s, ev| {
+            let mut sums = s.alloc_zeros::<f64>(2).map_err(|e| driver_err("cuMemAllocAsync", e))?;
+            let record = |i: usize| ev[i].record(s).map_err(|e| driver_err("cuEventRecord", e));
+            record(0)?;
+            record(1)?;
+            let cfg = config(blocks, self);
+            let mut b = s.launch_builder(&f);
+            b.arg(&seed).arg(&c.spot).arg(&c.strike).arg(&c.t).arg(&c.rate).arg(&c.vol);
+            b.arg(&is_call).arg(&blocks).arg(&mut sums);
+            // SAFETY: arguments match `gmprt_option_paths(unsigned long long seed, float spot,
+            // float strike, float t, float rate, float vol, int is_call, unsigned long long
+            // blocks, double* sums)`; `sums` is two zeroed f64 (memset ordered before the
+            // launch), the only words the kernel writes.
+            unsafe { b.launch(cfg) }.map_err(|e| driver_err("cuLaunchKernel gmprt_option_paths", e))?;
+            record(2)?;
+            let mut out = [0f64; 2];
+            s.memcpy_dtoh(&sums, &mut out).map_err(|e| driver_err("cuMemcpyDtoHAsync(sums)", e))?;
+            record(3)?;
+            ev[3].synchronize().map_err(|e| driver_err("cuEventSynchronize", e))?;
+            let times = phase_times(ev, Phases { h2d: false, kernel: true, d2h: true })?;
+            Ok(((out[0], out[1]), times))
+        })
+    }
+}

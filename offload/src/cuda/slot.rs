@@ -1,0 +1,236 @@
+//! [`CudaSlot`]: one CUDA stream with its own pinned staging buffers, device buffers and
+//! timing events, all allocated once in [`CudaSlot::new`] and reused by every run.
+//!
+//! Protocol of [`Slot::run`] (all on the slot's stream, in this order):
+//! `ev[0]`, H2D of `in_words` (pinned in → device in), `ev[1]`, the job's launch, `ev[2]`,
+//! D2H of `out_words` (device out → pinned out), `ev[3]`; then the host waits on `ev[3]`.
+//! Events are recorded at every boundary whether or not the phase runs, so a skipped phase is
+//! two back-to-back events and is reported as zero. Because the host waits on `ev[3]` before
+//! `run` returns (and synchronises the stream when a run fails half-way), no copy is in flight
+//! when the owner next writes [`Slot::staging_in`] or reads [`Slot::staging_out`]: the
+//! staging slices are handed out only between runs (`run` takes `&mut self`, so the borrow
+//! checker keeps them apart). The device buffers are only ever touched on this stream, so
+//! stream order protects them (event tracking is off for the backend; see `cuda`'s docs).
+//!
+//! Buffers: the input staging is pinned *write-combined* memory (`CU_MEMHOSTALLOC_WRITECOMBINED`):
+//! host writes bypass the caches and stream over PCIe faster, but host *reads* of it are
+//! uncached and very slow — fill it, do not read it back. The output staging is ordinary
+//! pinned memory (read by the host). Both are zeroed at creation, so every word is
+//! initialised before any slice of it exists.
+//!
+//! The end event is created with `CU_EVENT_BLOCKING_SYNC`: the worker thread sleeps in the
+//! driver instead of spinning for the whole batch, leaving its core to the runtime's workers
+//! (the price is a few microseconds of wake-up latency per batch).
+use super::{driver_err, phase_times, CudaBackend, LaunchCtx};
+use crate::backend::{Job, Phases, Slot};
+use crate::error::OffloadError;
+use crate::PhaseTimes;
+use cudarc::driver::sys::{CUevent_flags, CU_MEMHOSTALLOC_WRITECOMBINED};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
+use gmprt_kernels::KernelError;
+use std::sync::Arc;
+
+/// A CUDA [`Slot`]: stream, pinned staging, device buffers, four timing events.
+pub struct CudaSlot {
+    backend: CudaBackend,
+    stream: Arc<CudaStream>,
+    dev_in: CudaSlice<u32>,
+    dev_out: CudaSlice<u32>,
+    pinned_in: PinnedHostSlice<u32>,
+    pinned_out: PinnedHostSlice<u32>,
+    /// `pinned_in`'s data (valid for `pinned_in.len()` words while `pinned_in` lives).
+    in_ptr: *mut u32,
+    /// `pinned_out`'s data (valid for `pinned_out.len()` words while `pinned_out` lives).
+    out_ptr: *mut u32,
+    /// Capacity in words as asked for (the allocations hold at least one word).
+    in_words: usize,
+    out_words: usize,
+    /// Boundaries: before H2D, before the kernel, before D2H, after D2H.
+    events: [CudaEvent; 4],
+}
+
+// SAFETY: the raw pointers point into `pinned_in` / `pinned_out`, which this value owns and
+// which cudarc already declares `Send`; they are dereferenced only through `&self` /
+// `&mut self` methods, so moving the slot to another thread moves the only access path.
+unsafe impl Send for CudaSlot {}
+
+impl CudaSlot {
+    /// A slot on `backend` whose buffers hold `in_words` input and `out_words` output words.
+    pub fn new(backend: CudaBackend, in_words: usize, out_words: usize) -> Result<CudaSlot, OffloadError> {
+        let ctx = backend.context().clone();
+        ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+        let stream = ctx.new_stream().map_err(|e| driver_err("cuStreamCreate", e))?;
+        // Zero-length allocations are refused by some driver calls: keep at least one word.
+        let (cap_in, cap_out) = (in_words.max(1), out_words.max(1));
+        let (cap_in_bytes, cap_out_bytes) = (cap_in.checked_mul(4), cap_out.checked_mul(4));
+        if cap_in_bytes.is_none_or(|b| b > isize::MAX as usize)
+            || cap_out_bytes.is_none_or(|b| b > isize::MAX as usize)
+        {
+            return Err(OffloadError::Config(format!(
+                "slot of {in_words} input / {out_words} output words is too large"
+            )));
+        }
+        // SAFETY: the memory is uninitialised when returned; it is zeroed below before any
+        // slice of it is formed.
+        let mut pinned_in =
+            unsafe { ctx.alloc_pinned_with_flags::<u32>(cap_in, CU_MEMHOSTALLOC_WRITECOMBINED) }
+                .map_err(|e| driver_err("cuMemHostAlloc(WRITECOMBINED)", e))?;
+        // SAFETY: as above (flags 0: ordinary page-locked memory).
+        let mut pinned_out = unsafe { ctx.alloc_pinned_with_flags::<u32>(cap_out, 0) }
+            .map_err(|e| driver_err("cuMemHostAlloc", e))?;
+        // `as_mut_ptr` waits on the buffer's event, never recorded yet: returns at once.
+        let in_ptr = pinned_in.as_mut_ptr().map_err(|e| driver_err("cuEventSynchronize", e))?;
+        let out_ptr = pinned_out.as_mut_ptr().map_err(|e| driver_err("cuEventSynchronize", e))?;
+        // SAFETY: each pointer is valid for writes of its buffer's length (cudarc allocated
+        // `len` u32s, aligned), and nothing else refers to the buffers yet.
+        unsafe {
+            std::ptr::write_bytes(in_ptr, 0, cap_in);
+            std::ptr::write_bytes(out_ptr, 0, cap_out);
+        }
+        let dev_in =
+            stream.alloc_zeros::<u32>(cap_in).map_err(|e| driver_err("cuMemAllocAsync(input)", e))?;
+        let dev_out =
+            stream.alloc_zeros::<u32>(cap_out).map_err(|e| driver_err("cuMemAllocAsync(output)", e))?;
+        let timing = |flags| ctx.new_event(Some(flags)).map_err(|e| driver_err("cuEventCreate", e));
+        let events = [
+            timing(CUevent_flags::CU_EVENT_DEFAULT)?,
+            timing(CUevent_flags::CU_EVENT_DEFAULT)?,
+            timing(CUevent_flags::CU_EVENT_DEFAULT)?,
+            // Blocking sync keeps timing enabled (only DISABLE_TIMING turns it off).
+            timing(CUevent_flags::CU_EVENT_BLOCKING_SYNC)?,
+        ];
+        // The allocations and memsets are stream-ordered: finish them so the slot starts idle.
+        stream.synchronize().map_err(|e| driver_err("cuStreamSynchronize", e))?;
+        Ok(CudaSlot {
+            backend,
+            stream,
+            dev_in,
+            dev_out,
+            pinned_in,
+            pinned_out,
+            in_ptr,
+            out_ptr,
+            in_words,
+            out_words,
+            events,
+        })
+    }
+
+    /// The slot's stream.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Input and output capacity in words.
+    pub fn capacity(&self) -> (usize, usize) {
+        (self.in_words, self.out_words)
+    }
+
+    /// Enqueues the selected phases with their boundary events; does not wait.
+    fn enqueue(
+        &mut self,
+        job: &dyn Job,
+        n: usize,
+        in_words: usize,
+        out_words: usize,
+        phases: Phases,
+    ) -> Result<(), OffloadError> {
+        let record =
+            |ev: &CudaEvent, s: &CudaStream| ev.record(s).map_err(|e| driver_err("cuEventRecord", e));
+        record(&self.events[0], &self.stream)?;
+        if phases.h2d && in_words > 0 {
+            // SAFETY: `in_ptr` is valid for `pinned_in.len() >= in_words` initialised words
+            // (checked by `run`); `&mut self` excludes any other access until `run` returns,
+            // and `run` waits for this copy before returning.
+            let src = unsafe { std::slice::from_raw_parts(self.in_ptr, in_words) };
+            let mut dst = self.dev_in.slice_mut(..in_words);
+            self.stream.memcpy_htod(src, &mut dst).map_err(|e| driver_err("cuMemcpyHtoDAsync", e))?;
+        }
+        record(&self.events[1], &self.stream)?;
+        if phases.kernel {
+            let mut ctx = LaunchCtx {
+                stream: &self.stream,
+                input: self.dev_in.slice(..in_words),
+                output: self.dev_out.slice_mut(..out_words),
+                backend: &self.backend,
+            };
+            job.launch_cuda(&mut ctx, n)?;
+        }
+        record(&self.events[2], &self.stream)?;
+        if phases.d2h && out_words > 0 {
+            // SAFETY: `out_ptr` is valid for `pinned_out.len() >= out_words` words (checked by
+            // `run`); no shared borrow of it can exist while `&mut self` is held, and `run`
+            // waits for this copy before handing out `staging_out` again.
+            let dst = unsafe { std::slice::from_raw_parts_mut(self.out_ptr, out_words) };
+            let src = self.dev_out.slice(..out_words);
+            self.stream.memcpy_dtoh(&src, dst).map_err(|e| driver_err("cuMemcpyDtoHAsync", e))?;
+        }
+        record(&self.events[3], &self.stream)
+    }
+}
+
+impl Slot for CudaSlot {
+    fn staging_in(&mut self) -> &mut [u32] {
+        debug_assert!(self.pinned_in.len() >= self.in_words);
+        // SAFETY: valid for `in_words` initialised words (zeroed at creation); no device
+        // copy reads it now (every `run` waits for its copies before returning), and the
+        // `&mut self` borrow makes this the only reference.
+        unsafe { std::slice::from_raw_parts_mut(self.in_ptr, self.in_words) }
+    }
+
+    fn staging_out(&self) -> &[u32] {
+        debug_assert!(self.pinned_out.len() >= self.out_words);
+        // SAFETY: valid for `out_words` initialised words; no device copy writes it now (as
+        // above), and `run`, the only writer, needs `&mut self`, which this borrow excludes.
+        unsafe { std::slice::from_raw_parts(self.out_ptr, self.out_words) }
+    }
+
+    fn run(
+        &mut self,
+        job: &dyn Job,
+        n: usize,
+        in_words: usize,
+        out_words: usize,
+        phases: Phases,
+    ) -> Result<PhaseTimes, OffloadError> {
+        if in_words > self.in_words {
+            return Err(KernelError::Shape {
+                what: "slot input buffer",
+                expected: in_words,
+                got: self.in_words,
+            }
+            .into());
+        }
+        if out_words > self.out_words {
+            return Err(KernelError::Shape {
+                what: "slot output buffer",
+                expected: out_words,
+                got: self.out_words,
+            }
+            .into());
+        }
+        self.backend.context().bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+        let done = self
+            .enqueue(job, n, in_words, out_words, phases)
+            .and_then(|()| self.events[3].synchronize().map_err(|e| driver_err("cuEventSynchronize", e)));
+        if let Err(e) = done {
+            // Part of the run may be queued: let it finish before the caller touches the
+            // staging buffers again (its own error, if any, is the one already reported).
+            let _ = self.stream.synchronize();
+            return Err(e);
+        }
+        phase_times(&self.events, phases)
+    }
+}
+
+impl Drop for CudaSlot {
+    fn drop(&mut self) {
+        // Nothing is in flight after a completed `run`; synchronise anyway (a job may have
+        // panicked after enqueueing), then drop this stream's cuBLAS handle, which holds
+        // the stream. The buffers are freed on this stream afterwards, in stream order.
+        let _ = self.stream.synchronize();
+        let key = self.stream.cu_stream() as usize;
+        let blas = self.backend.inner.blas.lock().remove(&key);
+        drop(blas);
+    }
+}
