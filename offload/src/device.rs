@@ -1,5 +1,330 @@
-//! STUB: filled in by the offload helper.
-/// STUB.
-pub struct Device;
-/// STUB.
-pub enum DeviceKind {}
+//! [`Device`]: where offloaded work runs — a CUDA GPU through cudarc, or the Host stand-in
+//! ([`HostBackend`]) that plays the same pipeline on the CPU.
+//!
+//! Choosing ([`Device::detect`]): `GMPRT_DEVICE=host` forces Host, `GMPRT_DEVICE=cuda` forces
+//! CUDA (an error if there is none), unset/empty/`auto` takes CUDA when
+//! [`probe`](crate::cuda::probe) succeeds and the backend opens, else Host with the reason
+//! kept ([`Device::reason`]) and shown by [`Device::describe`]. No GPU is never an error unless
+//! one was demanded. Nothing here panics: a panic inside the CUDA probe or backend
+//! constructor is caught and becomes the Host device's reason.
+//!
+//! The bulk helpers ([`Device::run_bulk`], [`Device::sgemm`], [`Device::pi_hits`],
+//! [`Device::option_paths_sum`]) are one-shot calls for examples that time a whole problem
+//! on the device; the [`Batcher`](crate::Batcher) is the path for many small submits.
+use crate::backend::{Backend, Job, PhaseTimes, Phases};
+use crate::cuda::CudaBackend;
+use crate::error::OffloadError;
+use crate::host::HostBackend;
+use gmprt_kernels::black_scholes::{self, Contract};
+use gmprt_kernels::{monte_carlo, sgemm, KernelError};
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The environment variable that forces a device: `host`, `cuda` or `auto`.
+pub const DEVICE_ENV: &str = "GMPRT_DEVICE";
+
+/// Which kind of device a [`Device`] is.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceKind {
+    /// The CPU standing in for a GPU ([`HostBackend`]).
+    Host,
+    /// A CUDA GPU ([`CudaBackend`]).
+    Cuda,
+}
+
+impl DeviceKind {
+    /// `"host"` or `"cuda"`, as `GMPRT_DEVICE` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceKind::Host => "host",
+            DeviceKind::Cuda => "cuda",
+        }
+    }
+}
+
+impl fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+enum Inner {
+    Host(HostBackend),
+    Cuda(CudaBackend),
+}
+
+/// A device to offload to. Cheap to clone (an `Arc` inside); every clone is the same device.
+#[derive(Clone)]
+pub struct Device {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Device").field("kind", &self.kind()).field("describe", &self.describe()).finish()
+    }
+}
+
+/// Runs `f`, turning a panic into `Err` with the panic's message (for the CUDA probe and
+/// constructor, which must not take the process down when a driver misbehaves).
+fn no_panic<T>(what: &str, f: impl FnOnce() -> Result<T, OffloadError>) -> Result<T, OffloadError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => Err(OffloadError::NoDevice { reason: format!("{what} panicked: {}", panic_message(&*p)) }),
+    }
+}
+
+/// The message of a caught panic payload.
+pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_string()
+    }
+}
+
+impl Device {
+    /// Chooses the device from `GMPRT_DEVICE` (see the module docs): `Ok(Cuda)` or `Ok(Host)`
+    /// unless CUDA was forced and is missing (`Err(NoDevice)`), or the variable holds
+    /// something else than `host`, `cuda`, `auto` or nothing (`Err(Config)`).
+    pub fn detect() -> Result<Device, OffloadError> {
+        match std::env::var(DEVICE_ENV) {
+            Ok(v) => Device::from_choice(Some(&v)),
+            Err(std::env::VarError::NotPresent) => Device::from_choice(None),
+            Err(std::env::VarError::NotUnicode(v)) => Err(OffloadError::Config(format!(
+                "{DEVICE_ENV} must be `host`, `cuda` or `auto` (unset means auto); got a non-UTF-8 value {v:?}"
+            ))),
+        }
+    }
+
+    /// As [`Device::detect`] with the value of `GMPRT_DEVICE` given: `None`, `""` or `"auto"`
+    /// detect, `"host"` forces Host, `"cuda"` forces CUDA device 0 (case and surrounding
+    /// spaces ignored). Anything else is `Err(Config)` naming the accepted values.
+    pub fn from_choice(choice: Option<&str>) -> Result<Device, OffloadError> {
+        let choice = choice.map(|c| c.trim().to_ascii_lowercase());
+        match choice.as_deref() {
+            None | Some("") | Some("auto") => Ok(Device::auto()),
+            Some("host") => Ok(Device::host_because(Some(format!("{DEVICE_ENV}=host")))),
+            Some("cuda") => Device::cuda(0),
+            Some(other) => Err(OffloadError::Config(format!(
+                "{DEVICE_ENV} must be `host`, `cuda` or `auto` (unset means auto); got `{other}`"
+            ))),
+        }
+    }
+
+    /// CUDA device 0 if usable, else Host with the reason.
+    fn auto() -> Device {
+        match Device::cuda(0) {
+            Ok(d) => d,
+            Err(OffloadError::NoDevice { reason }) => {
+                Device::host_because(Some(format!("no CUDA: {reason}")))
+            }
+            Err(e) => Device::host_because(Some(format!("no CUDA: {e}"))),
+        }
+    }
+
+    /// The Host device, chosen by the caller (no reason recorded).
+    pub fn host() -> Device {
+        Device::host_because(None)
+    }
+
+    /// The Host device with the reason it stands in for a GPU.
+    pub fn host_because(reason: Option<String>) -> Device {
+        Device { inner: Arc::new(Inner::Host(HostBackend::new(reason))) }
+    }
+
+    /// CUDA device `ordinal`: [`probe`](crate::cuda::probe) then [`CudaBackend::new`].
+    /// `Err(NoDevice)` with the reason when the probe fails; the backend's error when opening
+    /// fails. Never panics.
+    pub fn cuda(ordinal: usize) -> Result<Device, OffloadError> {
+        no_panic("CUDA probe", || {
+            crate::cuda::probe(ordinal).map_err(|reason| OffloadError::NoDevice { reason })
+        })?;
+        let backend = no_panic("opening the CUDA device", || CudaBackend::new(ordinal))?;
+        Ok(Device { inner: Arc::new(Inner::Cuda(backend)) })
+    }
+
+    /// Host or Cuda.
+    pub fn kind(&self) -> DeviceKind {
+        match &*self.inner {
+            Inner::Host(_) => DeviceKind::Host,
+            Inner::Cuda(_) => DeviceKind::Cuda,
+        }
+    }
+
+    /// `"host"` or `"cuda"`.
+    pub fn kind_name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// Why this is the Host device (e.g. `no CUDA: no libcuda.so`, `GMPRT_DEVICE=host`);
+    /// `None` for CUDA or a Host chosen with [`Device::host`].
+    pub fn reason(&self) -> Option<&str> {
+        match &*self.inner {
+            Inner::Host(h) => h.reason(),
+            Inner::Cuda(_) => None,
+        }
+    }
+
+    /// One line naming the device, e.g. `host (2 threads; no CUDA: no libcuda.so)` or
+    /// `cuda:0 NVIDIA H200 (...)`.
+    pub fn describe(&self) -> String {
+        self.backend().describe()
+    }
+
+    /// The backend that makes slots.
+    pub fn backend(&self) -> &dyn Backend {
+        match &*self.inner {
+            Inner::Host(h) => h,
+            Inner::Cuda(c) => c,
+        }
+    }
+
+    /// The CUDA backend, when this is a CUDA device.
+    pub fn cuda_backend(&self) -> Option<&CudaBackend> {
+        match &*self.inner {
+            Inner::Cuda(c) => Some(c),
+            Inner::Host(_) => None,
+        }
+    }
+
+    /// Runs `job` once over `n` items: `input` holds the `in_words` input words (all items,
+    /// in the job's layout; `in_words` and `out_words` are totals for the `n` items, as in
+    /// [`Slot::run`](crate::Slot::run)); returns the `out_words` output words and the phase
+    /// times. With `resident`, the input is uploaded first (untimed), then the kernel alone
+    /// is timed and the output fetched untimed — the "data already on the device" figure;
+    /// otherwise H2D, kernel and D2H are all timed.
+    pub fn run_bulk(
+        &self,
+        job: &dyn Job,
+        n: usize,
+        input: &[u32],
+        in_words: usize,
+        out_words: usize,
+        resident: bool,
+    ) -> Result<(Vec<u32>, PhaseTimes), OffloadError> {
+        if input.len() != in_words {
+            return Err(
+                KernelError::Shape { what: "input words", expected: in_words, got: input.len() }.into()
+            );
+        }
+        let mut slot = self.backend().new_slot(in_words, out_words)?;
+        slot.staging_in()[..in_words].copy_from_slice(input);
+        let times = if resident {
+            let only = |h2d, kernel, d2h| Phases { h2d, kernel, d2h };
+            slot.run(job, n, in_words, out_words, only(true, false, false))?;
+            let kernel = slot.run(job, n, in_words, out_words, only(false, true, false))?.kernel;
+            slot.run(job, n, in_words, out_words, only(false, false, true))?;
+            PhaseTimes { kernel, ..PhaseTimes::default() }
+        } else {
+            slot.run(job, n, in_words, out_words, Phases::ALL)?
+        };
+        Ok((slot.staging_out()[..out_words].to_vec(), times))
+    }
+
+    /// C = A·B, row-major (A m×k, B k×n, C m×n). Host: the GEMM crate
+    /// ([`sgemm::sgemm_crate`]) on all host threads, timed as `kernel`; CUDA: cuBLAS with
+    /// event-timed H2D, kernel and D2H.
+    pub fn sgemm(
+        &self,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: &[f32],
+        b: &[f32],
+        c: &mut [f32],
+    ) -> Result<PhaseTimes, OffloadError> {
+        match &*self.inner {
+            Inner::Cuda(cuda) => cuda.sgemm(m, n, k, a, b, c),
+            Inner::Host(h) => {
+                sgemm::check_shapes(m, n, k, a.len(), b.len(), c.len())?;
+                let t = Instant::now();
+                sgemm::sgemm_crate(m, n, k, a, b, c, h.threads())?;
+                Ok(PhaseTimes { kernel: t.elapsed(), ..PhaseTimes::default() })
+            }
+        }
+    }
+
+    /// π hits over `blocks` Philox blocks from `seed` (the same count as
+    /// `monte_carlo::pi_hits(seed, 0, blocks)`), with the kernel's time. Host: the blocks are
+    /// split over all host threads.
+    pub fn pi_hits(&self, seed: u64, blocks: u64) -> Result<(u64, PhaseTimes), OffloadError> {
+        match &*self.inner {
+            Inner::Cuda(cuda) => cuda.pi_hits(seed, blocks),
+            Inner::Host(h) => {
+                let t = Instant::now();
+                let hits = split_blocks(blocks, h.threads(), |first, count| {
+                    monte_carlo::pi_hits(seed, first, count)
+                })
+                .into_iter()
+                .sum();
+                Ok((hits, PhaseTimes { kernel: t.elapsed(), ..PhaseTimes::default() }))
+            }
+        }
+    }
+
+    /// Sums of discounted payoffs and of their squares over the `4 * blocks` paths of
+    /// `blocks` Philox blocks from `seed` (as `monte_carlo::option_paths_sum(seed, contract,
+    /// 0, blocks)`; Host splits the blocks over all host threads and adds the parts in block
+    /// order), with the kernel's time. The contract is validated first.
+    pub fn option_paths_sum(
+        &self,
+        seed: u64,
+        contract: &Contract,
+        blocks: u64,
+    ) -> Result<((f64, f64), PhaseTimes), OffloadError> {
+        black_scholes::validate(contract, 0)?;
+        match &*self.inner {
+            Inner::Cuda(cuda) => cuda.option_paths_sum(seed, contract, blocks),
+            Inner::Host(h) => {
+                let t = Instant::now();
+                let parts = split_blocks(blocks, h.threads(), |first, count| {
+                    monte_carlo::option_paths_sum(seed, contract, first, count)
+                });
+                let sums = parts.into_iter().fold((0.0, 0.0), |(s, q), (ps, pq)| (s + ps, q + pq));
+                Ok((sums, PhaseTimes { kernel: t.elapsed(), ..PhaseTimes::default() }))
+            }
+        }
+    }
+}
+
+/// Splits blocks `0..blocks` into at most `threads` contiguous parts, runs `f(first, count)`
+/// for each on its own scoped thread (the first part on the calling thread), and returns the
+/// results in block order.
+fn split_blocks<T: Send>(blocks: u64, threads: usize, f: impl Fn(u64, u64) -> T + Sync) -> Vec<T> {
+    let parts = (threads.max(1) as u64).min(blocks.max(1));
+    let per = blocks / parts;
+    let extra = blocks % parts;
+    let range = |i: u64| {
+        let first = i * per + i.min(extra);
+        (first, per + u64::from(i < extra))
+    };
+    std::thread::scope(|s| {
+        let f = &f;
+        let handles: Vec<_> = (1..parts)
+            .map(|i| {
+                let (first, count) = range(i);
+                s.spawn(move || f(first, count))
+            })
+            .collect();
+        let (first, count) = range(0);
+        let mut out = Vec::with_capacity(parts as usize);
+        out.push(f(first, count));
+        for h in handles {
+            // A panic in a part is re-raised here, as if the loop had run on this thread.
+            out.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        }
+        out
+    })
+}
+
+// A Device is shared by Batcher worker threads: it must be Send + Sync.
+const _: fn() = || {
+    fn is<T: Send + Sync>() {}
+    is::<Device>();
+};

@@ -1,1 +1,129 @@
-//! STUB: filled in by the offload helper.
+//! [`HostBackend`]: the GPU pipeline played on the CPU, so that the Batcher, its timelines and
+//! every example run (and are tested) on a machine without a GPU.
+//!
+//! Each [`Slot`] owns four buffers: the staging pair (`staging_in`, `staging_out`, what a CUDA
+//! slot keeps in pinned host memory) and a separate "device" pair. A run does what a GPU run
+//! does, phase by phase:
+//! * **H2D**: a timed `memcpy` of the first `in_words` staging words into the device input;
+//! * **kernel**: [`Job::run_host`] over the device buffers, on the calling thread (the slot's
+//!   worker thread in a Batcher);
+//! * **D2H**: a timed `memcpy` of the first `out_words` device output words into staging.
+//!
+//! Times are host clocks ([`Instant`]) around each phase, so a Host timeline has the same
+//! shape as a CUDA one: transfers are cheap memcpys here, where on a GPU they cross PCIe.
+//! There is no `unsafe` in this module.
+use crate::backend::{Backend, Job, PhaseTimes, Phases, Slot};
+use crate::error::OffloadError;
+use gmprt_kernels::KernelError;
+use std::time::Instant;
+
+/// The CPU standing in for a GPU. Cheap to create; holds no threads of its own.
+#[derive(Clone, Debug)]
+pub struct HostBackend {
+    threads: usize,
+    reason: Option<String>,
+}
+
+impl HostBackend {
+    /// A Host backend; `reason` says why it is used instead of a GPU (shown by
+    /// [`Backend::describe`]), `None` when nobody asked for a GPU.
+    pub fn new(reason: Option<String>) -> HostBackend {
+        HostBackend { threads: host_threads(), reason }
+    }
+
+    /// CPU threads available to this process (`std::thread::available_parallelism`, 1 if
+    /// unknown): how many threads the bulk helpers of [`Device`](crate::Device) use.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Why the Host backend is in use, if a reason was given.
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+}
+
+/// `available_parallelism`, or 1 when the platform cannot say.
+pub(crate) fn host_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+impl Backend for HostBackend {
+    fn describe(&self) -> String {
+        match &self.reason {
+            Some(r) => format!("host ({} threads; {r})", self.threads),
+            None => format!("host ({} threads)", self.threads),
+        }
+    }
+
+    fn new_slot(&self, in_words: usize, out_words: usize) -> Result<Box<dyn Slot>, OffloadError> {
+        Ok(Box::new(HostSlot {
+            staging_in: vec![0; in_words],
+            staging_out: vec![0; out_words],
+            dev_in: vec![0; in_words],
+            dev_out: vec![0; out_words],
+        }))
+    }
+}
+
+/// One Host "stream": staging buffers plus separate "device" buffers of the same sizes.
+struct HostSlot {
+    staging_in: Vec<u32>,
+    staging_out: Vec<u32>,
+    dev_in: Vec<u32>,
+    dev_out: Vec<u32>,
+}
+
+impl Slot for HostSlot {
+    fn staging_in(&mut self) -> &mut [u32] {
+        &mut self.staging_in
+    }
+
+    fn staging_out(&self) -> &[u32] {
+        &self.staging_out
+    }
+
+    fn run(
+        &mut self,
+        job: &dyn Job,
+        n: usize,
+        in_words: usize,
+        out_words: usize,
+        phases: Phases,
+    ) -> Result<PhaseTimes, OffloadError> {
+        if in_words > self.dev_in.len() {
+            return Err(KernelError::Shape {
+                what: "input words",
+                expected: self.dev_in.len(),
+                got: in_words,
+            }
+            .into());
+        }
+        if out_words > self.dev_out.len() {
+            return Err(KernelError::Shape {
+                what: "output words",
+                expected: self.dev_out.len(),
+                got: out_words,
+            }
+            .into());
+        }
+        let mut times = PhaseTimes::default();
+        if phases.h2d {
+            let t = Instant::now();
+            self.dev_in[..in_words].copy_from_slice(&self.staging_in[..in_words]);
+            times.h2d = t.elapsed();
+        }
+        if phases.kernel {
+            let t = Instant::now();
+            job.run_host(n, &self.dev_in[..in_words], &mut self.dev_out[..out_words])
+                .map_err(|msg| OffloadError::Batch { batch: 0, kernel: job.name(), msg })?;
+            times.kernel = t.elapsed();
+        }
+        if phases.d2h {
+            let t = Instant::now();
+            self.staging_out[..out_words].copy_from_slice(&self.dev_out[..out_words]);
+            times.d2h = t.elapsed();
+        }
+        Ok(times)
+    }
+}

@@ -1,3 +1,220 @@
-//! STUB.
-/// STUB.
-pub trait BatchKernel {}
+//! [`BatchKernel`]: what the [`Batcher`](crate::Batcher) needs to know about a kernel to
+//! coalesce single items into batches — how many words an item takes, how to check one at
+//! submit, how to write a batch of items into the staging buffer and how to read item `i`'s
+//! result back — plus the kernels of this crate: [`BlackScholes`], [`Saxpy`], [`SmallSgemm`].
+//!
+//! The word layout of a batch is the kernel's business: it must agree between
+//! [`BatchKernel::stage`], [`Job::run_host`], [`Job::launch_cuda`] and
+//! [`BatchKernel::gather`]. The element-wise kernels use the column-major layout of
+//! `gmprt_kernels` (column `c` of a batch of `n` is `words[c * n..(c + 1) * n]`); the batched
+//! SGEMM stores each item's matrices contiguously (all A_i, then all B_i; all C_i out).
+use crate::backend::Job;
+use crate::cuda::{self, LaunchCtx};
+use crate::error::OffloadError;
+use gmprt_kernels::black_scholes::{self, Contract, Greeks};
+use gmprt_kernels::{saxpy, sgemm, InvalidInput, KernelError};
+
+/// A kernel the [`Batcher`](crate::Batcher) can feed one item at a time.
+///
+/// For a batch of `n` items the Batcher gives [`stage`](BatchKernel::stage) an input slice of
+/// exactly `n * in_words()` words and, after the run, reads each result with
+/// [`gather`](BatchKernel::gather) from exactly `n * out_words()` output words. `n` is at
+/// least 1 and at most the Batcher's `max_batch`.
+pub trait BatchKernel: Job + Send + Sync + 'static {
+    /// What a task submits.
+    type Item: Send + 'static;
+    /// What the task gets back.
+    type Output: Send + 'static;
+    /// Input words per item (> 0).
+    fn in_words(&self) -> usize;
+    /// Output words per item (> 0).
+    fn out_words(&self) -> usize;
+    /// Checks one item at submit; `index` is reported in the error. The error names the
+    /// offending field (e.g. `vol`), so a bad item fails alone instead of failing its batch.
+    fn validate(&self, item: &Self::Item, index: usize) -> Result<(), OffloadError>;
+    /// Writes `items` into `input` (`items.len() * in_words()` words) in the kernel's layout.
+    fn stage(&self, items: &[Self::Item], input: &mut [u32]);
+    /// Reads the result of item `i` of a batch of `n` from `output` (`n * out_words()` words).
+    fn gather(&self, n: usize, output: &[u32], i: usize) -> Self::Output;
+}
+
+/// European Black-Scholes price and Greeks: [`Contract`] in, [`Greeks`] out
+/// (`gmprt_kernels::black_scholes`, 6 words in, 6 out, column-major).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlackScholes;
+
+impl Job for BlackScholes {
+    fn name(&self) -> &'static str {
+        "black_scholes"
+    }
+    fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
+        black_scholes::price_greeks_words(n, input, output).map_err(|e| e.to_string())
+    }
+    fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
+        cuda::launch_black_scholes(ctx, n)
+    }
+}
+
+impl BatchKernel for BlackScholes {
+    type Item = Contract;
+    type Output = Greeks;
+    fn in_words(&self) -> usize {
+        black_scholes::IN_WORDS
+    }
+    fn out_words(&self) -> usize {
+        black_scholes::OUT_WORDS
+    }
+    fn validate(&self, item: &Contract, index: usize) -> Result<(), OffloadError> {
+        Ok(black_scholes::validate(item, index)?)
+    }
+    fn stage(&self, items: &[Contract], input: &mut [u32]) {
+        black_scholes::stage_words(items, input)
+    }
+    fn gather(&self, n: usize, output: &[u32], i: usize) -> Greeks {
+        black_scholes::gather_words(n, output, i)
+    }
+}
+
+/// What a `*_words` kernel entry point returns, as [`Job::run_host`]'s result: kernels that
+/// cannot fail return `()`, the others `Result<(), KernelError>`.
+trait IntoRun {
+    fn into_run(self) -> Result<(), String>;
+}
+
+impl IntoRun for () {
+    fn into_run(self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl IntoRun for Result<(), KernelError> {
+    fn into_run(self) -> Result<(), String> {
+        self.map_err(|e| e.to_string())
+    }
+}
+
+/// SAXPY with a fixed `a`: item `(x, y)` gives `a·x + y` (2 words in: column `x` then `y`;
+/// 1 word out). `a`, `x` and `y` must be finite.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Saxpy {
+    /// The scale applied to every `x`.
+    pub a: f32,
+}
+
+/// `Err` naming `field` when `value` is not finite.
+fn finite(field: &'static str, value: f32, index: usize) -> Result<(), OffloadError> {
+    if value.is_finite() {
+        Ok(())
+    } else {
+        Err(InvalidInput { field, index, value: f64::from(value), why: "must be finite" }.into())
+    }
+}
+
+impl Job for Saxpy {
+    fn name(&self) -> &'static str {
+        "saxpy"
+    }
+    fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
+        if input.len() != 2 * n || output.len() != n {
+            return Err(format!(
+                "saxpy over {n} items needs {} input and {n} output words, got {} and {}",
+                2 * n,
+                input.len(),
+                output.len()
+            ));
+        }
+        saxpy::saxpy_words(n, self.a, input, output).into_run()
+    }
+    fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
+        cuda::launch_saxpy(ctx, n, self.a)
+    }
+}
+
+impl BatchKernel for Saxpy {
+    type Item = (f32, f32);
+    type Output = f32;
+    fn in_words(&self) -> usize {
+        2
+    }
+    fn out_words(&self) -> usize {
+        1
+    }
+    fn validate(&self, &(x, y): &(f32, f32), index: usize) -> Result<(), OffloadError> {
+        finite("a", self.a, index)?;
+        finite("x", x, index)?;
+        finite("y", y, index)
+    }
+    fn stage(&self, items: &[(f32, f32)], input: &mut [u32]) {
+        let (xs, ys) = input.split_at_mut(items.len());
+        for ((&(x, y), wx), wy) in items.iter().zip(xs).zip(ys) {
+            *wx = x.to_bits();
+            *wy = y.to_bits();
+        }
+    }
+    fn gather(&self, _n: usize, output: &[u32], i: usize) -> f32 {
+        f32::from_bits(output[i])
+    }
+}
+
+/// Many small independent products C = A·B of one shape (A m×k, B k×n, row-major): item
+/// `(A, B)` gives `C` (m·n). A batch is one batched launch (cuBLAS strided-batched on CUDA).
+/// Layout: input words are all A_i (`count·m·k`) then all B_i (`count·k·n`); output words are
+/// all C_i (`count·m·n`), each matrix contiguous.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SmallSgemm {
+    /// Rows of A and C.
+    pub m: usize,
+    /// Columns of B and C.
+    pub n: usize,
+    /// Columns of A, rows of B.
+    pub k: usize,
+}
+
+impl Job for SmallSgemm {
+    fn name(&self) -> &'static str {
+        "sgemm_batched"
+    }
+    fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
+        sgemm::sgemm_batched_words(n, self.m, self.n, self.k, input, output).into_run()
+    }
+    fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
+        cuda::launch_sgemm_batched(ctx, n, self.m, self.n, self.k)
+    }
+}
+
+impl BatchKernel for SmallSgemm {
+    type Item = (Vec<f32>, Vec<f32>);
+    type Output = Vec<f32>;
+    fn in_words(&self) -> usize {
+        self.m.saturating_mul(self.k).saturating_add(self.k.saturating_mul(self.n))
+    }
+    fn out_words(&self) -> usize {
+        self.m.saturating_mul(self.n)
+    }
+    fn validate(&self, (a, b): &(Vec<f32>, Vec<f32>), _index: usize) -> Result<(), OffloadError> {
+        let (am, bm) = (self.m * self.k, self.k * self.n);
+        if a.len() != am {
+            return Err(KernelError::Shape { what: "a", expected: am, got: a.len() }.into());
+        }
+        if b.len() != bm {
+            return Err(KernelError::Shape { what: "b", expected: bm, got: b.len() }.into());
+        }
+        Ok(())
+    }
+    fn stage(&self, items: &[(Vec<f32>, Vec<f32>)], input: &mut [u32]) {
+        let (am, bm) = (self.m * self.k, self.k * self.n);
+        let (a_words, b_words) = input.split_at_mut(items.len() * am);
+        for (i, (a, b)) in items.iter().enumerate() {
+            for (w, x) in a_words[i * am..(i + 1) * am].iter_mut().zip(a) {
+                *w = x.to_bits();
+            }
+            for (w, x) in b_words[i * bm..(i + 1) * bm].iter_mut().zip(b) {
+                *w = x.to_bits();
+            }
+        }
+    }
+    fn gather(&self, _n: usize, output: &[u32], i: usize) -> Vec<f32> {
+        let cm = self.m * self.n;
+        output[i * cm..(i + 1) * cm].iter().map(|&w| f32::from_bits(w)).collect()
+    }
+}

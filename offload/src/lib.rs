@@ -19,8 +19,10 @@ pub mod host;
 pub mod jobs;
 pub mod timeline;
 
-pub use backend::{Job, PhaseTimes, Phases};
-pub use batcher::{Batcher, BatcherConfig};
+pub use backend::{Backend, Job, PhaseTimes, Phases, Slot};
+pub use batcher::{Batcher, BatcherConfig, Occupancy, Submit};
 pub use device::{Device, DeviceKind};
 pub use error::OffloadError;
-pub use jobs::BatchKernel;
+pub use host::HostBackend;
+pub use jobs::{BatchKernel, BlackScholes, Saxpy, SmallSgemm};
+pub use timeline::{BatchTimeline, BatcherStats, CloseReason, Report};
