@@ -149,31 +149,37 @@ extern "C" __global__ void gmprt_pi_hits(unsigned long long seed, unsigned long 
     if (threadIdx.x == 0) atomicAdd(hits, count);
 }
 
-// Discounted payoff of one path whose standard normal draw is z (f32 path, f64 discount):
-// S_T = S exp(drift + vol_sqrt_t z), payoff max(sgn (S_T - K), 0).
-__device__ __forceinline__ double gmprt_path_payoff(float z, float spot, float strike, float drift,
-                                                    float vol_sqrt_t, float sgn, double disc)
+// Discounted payoff of one path whose standard normal draw is z, as the CPU twin computes it:
+// S_T = S exp(drift + vol_sqrt_t z) in f32, then payoff max(sgn (S_T - K), 0) and the discount
+// in f64. __fmul_rn / __fadd_rn keep NVRTC from contracting the exponent into an FMA (the
+// CPU rounds the product and the sum separately), so only the math functions' last bits
+// differ between the two sides.
+__device__ __forceinline__ double gmprt_path_payoff(float z, float spot, double strike, float drift,
+                                                    float vol_sqrt_t, double sgn, double disc)
 {
-    float st = spot * expf(drift + vol_sqrt_t * z);
-    float payoff = fmaxf(sgn * (st - strike), 0.0f);
-    return (double)payoff * disc;
+    double st = (double)(spot * expf(__fadd_rn(drift, __fmul_rn(vol_sqrt_t, z))));
+    return fmax(sgn * (st - strike), 0.0) * disc;
 }
 
 // sums[0] += sum of discounted payoffs, sums[1] += sum of their squares, over the 4 * blocks
 // paths of stream GMPRT_TAG_PATHS. Each Philox block gives four normals by Box-Muller on
-// (unit_open(w0), unit(w1)) and (unit_open(w2), unit(w3)):
-//   rad = sqrt(-2 ln u), z = rad cos(2 pi v) and rad sin(2 pi v)   (all f32),
-// and each normal one path: S_T = S exp((r - sigma^2 / 2) T + sigma sqrt(T) z).
-// The payoff is discounted by exp(-r T) in f64 and summed in f64.
+// (unit_open(w0), unit(w1)) and (unit_open(w2), unit(w3)), in the order
+//   z0 = r1 cos(2 pi u2), z1 = r1 sin(2 pi u2), z2 = r2 cos(2 pi u4), z3 = r2 sin(2 pi u4),
+//   r = sqrt(-2 ln u)   (all f32),
+// and each normal one path: S_T = S exp((r - sigma^2 / 2) T + sigma sqrt(T) z) (f32). The
+// payoff max(+-(S_T - K), 0) is taken in f64, discounted by exp(-r T) (f64), summed in f64 —
+// step for step as kernels/src/monte_carlo.rs documents it.
 extern "C" __global__ void gmprt_option_paths(unsigned long long seed, float spot, float strike,
                                               float t, float rate, float vol, int is_call,
                                               unsigned long long blocks, double* sums)
 {
     __shared__ double warp_sums[32];
-    float drift = (rate - 0.5f * vol * vol) * t;
+    // (r - sigma^2 / 2) T with each operation rounded separately, as on the CPU.
+    float drift = __fmul_rn(__fsub_rn(rate, __fmul_rn(__fmul_rn(0.5f, vol), vol)), t);
     float vol_sqrt_t = vol * sqrtf(t);
-    float sgn = is_call != 0 ? 1.0f : -1.0f;
+    double sgn = is_call != 0 ? 1.0 : -1.0;
     double disc = exp(-(double)rate * (double)t);
+    double strike64 = (double)strike;
 
     unsigned long long stride = (unsigned long long)blockDim.x * gridDim.x;
     double sum = 0.0;
@@ -188,7 +194,7 @@ extern "C" __global__ void gmprt_option_paths(unsigned long long seed, float spo
         float z[4] = {rad0 * cosf(ang0), rad0 * sinf(ang0), rad1 * cosf(ang1), rad1 * sinf(ang1)};
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-            double p = gmprt_path_payoff(z[j], spot, strike, drift, vol_sqrt_t, sgn, disc);
+            double p = gmprt_path_payoff(z[j], spot, strike64, drift, vol_sqrt_t, sgn, disc);
             sum += p;
             sum_sq += p * p;
         }

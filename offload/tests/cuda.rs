@@ -99,6 +99,20 @@ fn nvrtc_reports_compile_errors_with_the_log() {
     }
 }
 
+/// Known answers of `gmprt_pi_hits`, counted by a host (g++) build of
+/// `kernels/cuda/monte_carlo.cu`'s own Philox and hit test; that Philox reproduces Random123's
+/// published philox4x32_10 test vectors. The GPU test below checks the device against them.
+const PI_KNOWN: [(u64, u64, u64); 3] =
+    [(42, 1_000_000, 1_571_050), (1, 1000, 1603), (0xDEAD_BEEF_CAFE_BABE, 3_000_017, 4_711_977)];
+
+#[test]
+fn cpu_pi_hits_match_the_cuda_source_known_answers() {
+    // No GPU needed: ties the CPU twin to the stream the .cu source draws.
+    for (seed, blocks, hits) in PI_KNOWN {
+        assert_eq!(gmprt_kernels::monte_carlo::pi_hits(seed, 0, blocks), hits, "seed {seed} blocks {blocks}");
+    }
+}
+
 #[test]
 fn probe_and_new_never_panic_and_agree() {
     match cuda::probe(0) {
@@ -337,6 +351,10 @@ fn pi_hits_equal_cpu_exactly() {
         }
     }
     assert_eq!(b.pi_hits(1, 0).expect("empty").0, 0);
+    // Known answers, independent of the CPU twin (see PI_KNOWN).
+    for (seed, blocks, hits) in PI_KNOWN {
+        assert_eq!(b.pi_hits(seed, blocks).expect("gpu pi").0, hits, "seed {seed} blocks {blocks}");
+    }
 }
 
 #[test]

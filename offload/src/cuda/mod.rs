@@ -98,6 +98,17 @@ pub(crate) struct Inner {
     pub(crate) util: Mutex<Option<Arc<CudaStream>>>,
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // cuBLAS frees its workspace through the runtime API, which acts on the calling
+        // thread's current context: make it this device's before the handles go (cudarc's
+        // `CudaBlas` does not bind, and panics if the destroy fails).
+        if self.ctx.bind_to_thread().is_ok() {
+            self.blas.get_mut().clear();
+        }
+    }
+}
+
 /// One CUDA device: context, NVRTC-compiled modules (cached per device architecture),
 /// cuBLAS handle. Implements [`Backend`]. Cloning is cheap and shares everything.
 #[derive(Clone)]
@@ -272,7 +283,8 @@ pub fn launch_sgemm_batched(
     launch::sgemm_batched(ctx, count, m, n, k)
 }
 
-/// `PhaseTimes` from four events recorded at the phase boundaries (already completed).
+/// `PhaseTimes` from four events recorded in order on one stream at the phase boundaries; the
+/// caller has already waited on the last one.
 pub(crate) fn phase_times(
     ev: &[cudarc::driver::CudaEvent; 4],
     phases: crate::Phases,
@@ -284,7 +296,11 @@ pub(crate) fn phase_times(
         if !on {
             return Ok(std::time::Duration::ZERO);
         }
-        let ms = a.elapsed_ms(b).map_err(|e| driver_err("cuEventElapsedTime", e))?;
+        // SAFETY: both events are live, were recorded on one stream, and have completed (the
+        // caller waited on the last event recorded after them), which is all
+        // cuEventElapsedTime needs. (cudarc's `elapsed_ms` would synchronise both again.)
+        let ms = unsafe { cudarc::driver::result::event::elapsed(a.cu_event(), b.cu_event()) }
+            .map_err(|e| driver_err("cuEventElapsedTime", e))?;
         // Events are recorded in order on one stream, so `ms >= 0`; guard anyway (a NaN or a
         // negative value from a broken driver must not panic `from_secs_f64`).
         Ok(if ms.is_finite() && ms > 0.0 {

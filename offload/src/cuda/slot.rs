@@ -229,6 +229,8 @@ impl Drop for CudaSlot {
         // panicked after enqueueing), then drop this stream's cuBLAS handle, which holds
         // the stream. The buffers are freed on this stream afterwards, in stream order.
         let _ = self.stream.synchronize();
+        // cuBLAS's destroy acts on the current context (see `Inner`'s drop).
+        let _ = self.backend.context().bind_to_thread();
         let key = self.stream.cu_stream() as usize;
         let blas = self.backend.inner.blas.lock().remove(&key);
         drop(blas);
