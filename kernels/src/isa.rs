@@ -1,6 +1,13 @@
 //! Run-time choice of the CPU instruction set the vectorised kernels are compiled for.
-//! STUB: the kernels helper fills this in (detection cached; `GMPRT_ISA=scalar|avx2|avx512`
-//! may force a lower level, never a higher one than the CPU has).
+//!
+//! [`Isa::detect`] asks the CPU once (`is_x86_feature_detected!`, cached in a `OnceLock`):
+//! [`Isa::Avx512`] needs AVX-512 F, DQ and VL plus FMA (and AVX2, which every such CPU has);
+//! [`Isa::Avx2`] needs AVX2 and FMA. The environment variable `GMPRT_ISA=scalar|avx2|avx512`,
+//! read on the first call, may force a *lower* level (for A/B measurements and for testing the
+//! fallbacks); asking for more than the CPU has gives what it has, and an unknown value is
+//! ignored with one line on stderr. On non-x86 targets every kernel runs its portable build,
+//! so only [`Isa::Scalar`] exists there.
+use std::sync::OnceLock;
 
 /// An instruction-set level the CPU kernels have a build for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -13,17 +20,111 @@ pub enum Isa {
     Avx512,
 }
 
+/// The best level the hardware offers, ignoring `GMPRT_ISA` (not cached: cheap, and the
+/// standard library caches the CPUID answers itself).
+fn hardware_best() -> Isa {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        let fma = std::arch::is_x86_feature_detected!("fma");
+        let avx2 = std::arch::is_x86_feature_detected!("avx2");
+        if fma
+            && avx2
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+        {
+            return Isa::Avx512;
+        }
+        if fma && avx2 {
+            return Isa::Avx2;
+        }
+    }
+    Isa::Scalar
+}
+
 impl Isa {
     /// The best level this CPU supports (cached), lowered by `GMPRT_ISA` if set.
     pub fn detect() -> Isa {
-        todo!()
+        static DETECTED: OnceLock<Isa> = OnceLock::new();
+        *DETECTED.get_or_init(|| {
+            let hw = hardware_best();
+            match std::env::var("GMPRT_ISA") {
+                Ok(v) => match Isa::parse(&v) {
+                    Some(wanted) => wanted.min(hw),
+                    None => {
+                        eprintln!(
+                            "gmprt-kernels: ignoring GMPRT_ISA={v:?} (expected scalar, avx2 or avx512); using {}",
+                            hw.name()
+                        );
+                        hw
+                    }
+                },
+                Err(_) => hw,
+            }
+        })
     }
-    /// Every level this CPU can run, lowest first.
+
+    /// Every level this CPU can run, lowest first. Not lowered by `GMPRT_ISA`: tests use it to
+    /// compare every build the machine can execute.
     pub fn available() -> Vec<Isa> {
-        todo!()
+        let hw = hardware_best();
+        [Isa::Scalar, Isa::Avx2, Isa::Avx512].into_iter().filter(|&i| i <= hw).collect()
     }
+
+    /// True when this CPU can run code built for `self`.
+    pub fn is_available(self) -> bool {
+        self <= hardware_best()
+    }
+
     /// Lower-case name: `scalar`, `avx2`, `avx512`.
     pub fn name(self) -> &'static str {
-        todo!()
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+        }
+    }
+
+    /// The level named `s` (as [`Isa::name`] spells it, case-insensitive, surrounding spaces
+    /// ignored), or `None`.
+    pub fn parse(s: &str) -> Option<Isa> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "scalar" => Some(Isa::Scalar),
+            "avx2" => Some(Isa::Avx2),
+            "avx512" => Some(Isa::Avx512),
+            _ => None,
+        }
+    }
+
+    /// Lanes of f32 one vector register holds at this level (1 for scalar).
+    pub fn f32_lanes(self) -> usize {
+        match self {
+            Isa::Scalar => 1,
+            Isa::Avx2 => 8,
+            Isa::Avx512 => 16,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for isa in [Isa::Scalar, Isa::Avx2, Isa::Avx512] {
+            assert_eq!(Isa::parse(isa.name()), Some(isa));
+        }
+        assert_eq!(Isa::parse(" AVX2 "), Some(Isa::Avx2));
+        assert_eq!(Isa::parse("sse"), None);
+    }
+
+    #[test]
+    fn detect_is_available_and_cached() {
+        let d = Isa::detect();
+        assert!(d.is_available());
+        assert!(Isa::available().contains(&d));
+        assert_eq!(Isa::detect(), d);
+        assert_eq!(Isa::available()[0], Isa::Scalar);
     }
 }

@@ -1,6 +1,13 @@
 //! gmprt-kernels: each compute kernel twice, with the same math — a CUDA C source compiled at
 //! run time by NVRTC (`kernels/cuda/*.cu`, embedded by [`cuda`]) and a vectorised CPU version —
-//! plus f64 references for tests. It depends on no crate of ours (see `DESIGN.md`).
+//! plus f64 references for tests. It depends on no crate of ours, so the runtime and the
+//! offload layer can both use it.
+//!
+//! CPU kernels: [`black_scholes`] (price + five Greeks, f32, with [`math`]'s branch-free
+//! exp/ln/Φ/φ), [`monte_carlo`] (π and option paths on [`philox`] streams), [`saxpy`] and
+//! [`sgemm`]. The vectorised ones are compiled once per instruction-set level (AVX-512,
+//! AVX2+FMA, portable) from one `#[inline(always)]` body and dispatched at run time by
+//! [`Isa::detect`]; every level gives the same results up to the documented rounding.
 //!
 //! Data is struct-of-arrays f32. The offload layer moves batches as *word buffers*: `u32`
 //! words, column-major with stride `n` (column `c` of a batch of `n` items is

@@ -1,5 +1,5 @@
 //! Monte Carlo on Philox streams: π by sampling the unit square, and a European option by
-//! simulated terminal prices (compared with Black-Scholes). STUB (kernels helper).
+//! simulated terminal prices (compared with Black-Scholes).
 //!
 //! π: block `b` of stream [`TAG_PI`](crate::philox::TAG_PI) gives two points, `(w0, w1)` and
 //! `(w2, w3)`, as 24-bit integers `x = w >> 8`; a point hits when `x² + y² < 2⁴⁸`, computed
@@ -8,12 +8,78 @@
 //! Paths: block `b` of stream [`TAG_PATHS`](crate::philox::TAG_PATHS) gives four normals by
 //! Box-Muller on `(unit_open(w0), unit(w1))` and `(unit_open(w2), unit(w3))` (f32), i.e. four
 //! paths; each path's payoff is discounted and summed in f64. Paths = 4 × blocks.
-use crate::black_scholes::Contract;
+//!
+//! Exactly, per block (all f32 with the standard library's `ln`, `sqrt`, `sin`, `cos`, `exp`
+//! unless said otherwise; `u1 = unit_open_f32(w0)`, `u2 = unit_f32(w1)`,
+//! `u3 = unit_open_f32(w2)`, `u4 = unit_f32(w3)`):
+//!
+//! * `r1 = sqrt(−2·ln u1)`, `θ1 = 2π·u2`, `r2 = sqrt(−2·ln u3)`, `θ2 = 2π·u4`;
+//! * the four normals, in this order: `z0 = r1·cos θ1`, `z1 = r1·sin θ1`, `z2 = r2·cos θ2`,
+//!   `z3 = r2·sin θ2`;
+//! * `drift = (r − σ²/2)·T`, `diffusion = σ·√T`, `S_T = S·exp(drift + diffusion·z)`;
+//! * payoff (f64) `max(S_T − K, 0)` for a call, `max(K − S_T, 0)` for a put, times
+//!   `exp(−r·T)` computed in f64; `sum += payoff`, `sum_sq += payoff²` in f64.
+//!
+//! The GPU's `sinf`/`cosf`/`logf`/`expf` are not bit-identical to the CPU's, so path sums agree
+//! statistically (and to ~1e-6 relative per path), not bit for bit; the π counts agree exactly.
+use crate::black_scholes::{Contract, OptionKind};
+use crate::philox::{block, unit_f32, unit_open_f32, TAG_PATHS, TAG_PI};
+use crate::Isa;
+
+/// The π hit test of one block (both points); exact integer arithmetic.
+#[inline(always)]
+pub fn pi_block_hits(w: [u32; 4]) -> u64 {
+    const R2: u64 = 1 << 48;
+    let sq = |a: u32, b: u32| {
+        let (x, y) = ((a >> 8) as u64, (b >> 8) as u64);
+        x * x + y * y
+    };
+    (sq(w[0], w[1]) < R2) as u64 + (sq(w[2], w[3]) < R2) as u64
+}
+
+#[inline(always)]
+fn pi_body(seed: u64, first_block: u64, blocks: u64) -> u64 {
+    let mut hits = 0u64;
+    for b in first_block..first_block.wrapping_add(blocks) {
+        hits += pi_block_hits(block(seed, TAG_PI, b));
+    }
+    hits
+}
+
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,fma,avx2")]
+unsafe fn pi_avx512(seed: u64, first_block: u64, blocks: u64) -> u64 {
+    pi_body(seed, first_block, blocks)
+}
+
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn pi_avx2(seed: u64, first_block: u64, blocks: u64) -> u64 {
+    pi_body(seed, first_block, blocks)
+}
 
 /// Hits among the `2 * blocks` points of blocks `first_block .. first_block + blocks`.
 pub fn pi_hits(seed: u64, first_block: u64, blocks: u64) -> u64 {
-    let _ = (seed, first_block, blocks);
-    todo!()
+    pi_hits_isa(Isa::detect(), seed, first_block, blocks)
+}
+
+/// As [`pi_hits`] with a chosen ISA build (the count is the same for every ISA).
+///
+/// # Panics
+/// If `isa` is not available on this CPU.
+pub fn pi_hits_isa(isa: Isa, seed: u64, first_block: u64, blocks: u64) -> u64 {
+    assert!(isa.is_available(), "ISA {} is not available on this CPU", isa.name());
+    match isa {
+        Isa::Scalar => pi_body(seed, first_block, blocks),
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        // SAFETY: `isa.is_available()` (asserted above): the CPU has AVX2 and FMA.
+        Isa::Avx2 => unsafe { pi_avx2(seed, first_block, blocks) },
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        // SAFETY: `isa.is_available()`: the CPU has AVX-512 F/DQ/VL, AVX2 and FMA.
+        Isa::Avx512 => unsafe { pi_avx512(seed, first_block, blocks) },
+        #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+        _ => unreachable!("only Isa::Scalar is available off x86"),
+    }
 }
 
 /// A π estimate: `4 * hits / samples`.
@@ -30,13 +96,43 @@ impl PiEstimate {
     pub fn pi(&self) -> f64 {
         4.0 * self.hits as f64 / self.samples as f64
     }
+    /// Standard error of [`PiEstimate::pi`]: `4·sqrt(p(1 − p)/samples)` with p = hits/samples.
+    pub fn std_error(&self) -> f64 {
+        let p = self.hits as f64 / self.samples as f64;
+        4.0 * (p * (1.0 - p) / self.samples as f64).sqrt()
+    }
+}
+
+/// The four standard normals of one path block, in the documented order.
+#[inline]
+pub fn block_normals(w: [u32; 4]) -> [f32; 4] {
+    const TWO_PI: f32 = std::f32::consts::TAU;
+    let r1 = (-2.0 * unit_open_f32(w[0]).ln()).sqrt();
+    let th1 = TWO_PI * unit_f32(w[1]);
+    let r2 = (-2.0 * unit_open_f32(w[2]).ln()).sqrt();
+    let th2 = TWO_PI * unit_f32(w[3]);
+    [r1 * th1.cos(), r1 * th1.sin(), r2 * th2.cos(), r2 * th2.sin()]
 }
 
 /// Sum of discounted payoffs and of their squares over paths of blocks
 /// `first_block .. first_block + blocks`.
 pub fn option_paths_sum(seed: u64, c: &Contract, first_block: u64, blocks: u64) -> (f64, f64) {
-    let _ = (seed, c, first_block, blocks);
-    todo!()
+    let drift = (c.rate - 0.5 * c.vol * c.vol) * c.t;
+    let diffusion = c.vol * c.t.sqrt();
+    let disc = (-(c.rate as f64) * c.t as f64).exp();
+    let strike = c.strike as f64;
+    let call = c.kind == OptionKind::Call;
+    let (mut sum, mut sum_sq) = (0.0f64, 0.0f64);
+    for b in first_block..first_block.wrapping_add(blocks) {
+        for z in block_normals(block(seed, TAG_PATHS, b)) {
+            let st = (c.spot * (drift + diffusion * z).exp()) as f64;
+            let payoff = if call { st - strike } else { strike - st };
+            let p = payoff.max(0.0) * disc;
+            sum += p;
+            sum_sq += p * p;
+        }
+    }
+    (sum, sum_sq)
 }
 
 /// A Monte Carlo price with its standard error.
@@ -51,7 +147,17 @@ pub struct McPrice {
 }
 
 /// Builds a [`McPrice`] from path sums (as returned by [`option_paths_sum`], summed over chunks).
+///
+/// `price = sum/paths`; `std_error = sqrt((sum_sq/paths − price²)/(paths − 1))` (the sample
+/// variance, clamped at 0 against rounding, over paths − 1). With no paths the price is 0, and
+/// with fewer than two the standard error is +∞ (nothing is known about the spread).
 pub fn mc_price(sum: f64, sum_sq: f64, paths: u64) -> McPrice {
-    let _ = (sum, sum_sq, paths);
-    todo!()
+    if paths == 0 {
+        return McPrice { price: 0.0, std_error: f64::INFINITY, paths };
+    }
+    let n = paths as f64;
+    let price = sum / n;
+    let std_error =
+        if paths < 2 { f64::INFINITY } else { ((sum_sq / n - price * price).max(0.0) / (n - 1.0)).sqrt() };
+    McPrice { price, std_error, paths }
 }

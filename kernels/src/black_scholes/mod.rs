@@ -1,11 +1,34 @@
 //! European Black-Scholes price and five Greeks per contract, f32 struct-of-arrays.
-//! STUB (signatures fixed; the kernels helper fills in the bodies).
 //!
 //! Conventions: vega and rho per unit (1.0 = 100 percentage points) of vol/rate, theta per
 //! year (calendar), gamma per unit spot. Word layout (see crate docs): inputs
 //! `spot, strike, t, rate, vol` (f32 bits) then `kind` (u32: 1 call, 0 put) — [`IN_WORDS`] = 6;
-//! outputs `price, delta, gamma, vega, theta, rho` — [`OUT_WORDS`] = 6.
+//! outputs `price, delta, gamma, vega, theta, rho` — [`OUT_WORDS`] = 6. A `kind` word other
+//! than [`CALL`] prices a put ([`validate_batch`] refuses it).
+//!
+//! With D = e^(−rT), d1 = (ln(S/K) + (r + σ²/2)T)/(σ√T), d2 = d1 − σ√T:
+//! call = S·Φ(d1) − K·D·Φ(d2), put = K·D·Φ(−d2) − S·Φ(−d1); delta Φ(d1) | −Φ(−d1);
+//! gamma φ(d1)/(S·σ√T); vega S·φ(d1)·√T; theta −S·φ(d1)·σ/(2√T) ∓ r·K·D·Φ(±d2);
+//! rho ±T·K·D·Φ(±d2). The kernel ([`simd`]) computes calls and puts with the same
+//! instructions (see there).
+//!
+//! **Limits.** When σ√T < [`simd::SV_MIN`] (1e-20; in particular T = 0) the kernel returns the
+//! σ√T → 0 limit: d1, d2 → ±∞ by the sign of ln(S/K) + (r + σ²/2)T, so the price is the
+//! discounted intrinsic value max(±(S − K·D), 0), delta a step (0.5·sign at the money),
+//! gamma 0, vega S·φ(d1)·√T (0 at T = 0), and theta only its carry term. No NaN or ∞ comes
+//! out for valid contracts ([`validate`]) with spot and strike in [1e-6, 1e6] and T ≤ 50.
+//!
+//! **Accuracy** (f32 kernel vs the f64 [`reference`]): the math functions' errors (see
+//! [`crate::math`]: ≤ 5e-7 relative for Φ's lower tail, 2.5e-7 absolute upper, ~1e-7 for
+//! exp/ln) plus f32 rounding of the inputs' combination. The price is well conditioned
+//! (∂price/∂d1 = 0 at fixed inputs, since S·φ(d1) = K·D·φ(d2)), so its error is a few ulps of
+//! max(S, K); the Greeks inherit the rounding of d1 (a few ulps of
+//! (|ln(S/K)| + |r + σ²/2|·T)/(σ√T)) times their sensitivity to d1, which grows as σ√T → 0 at
+//! the money — the tests derive their tolerances from exactly this.
+use crate::math::norm_cdf_f64;
 use crate::{InvalidInput, Isa, KernelError};
+
+pub mod simd;
 
 /// Input words per contract in the word layout.
 pub const IN_WORDS: usize = 6;
@@ -77,15 +100,106 @@ pub struct Greeks64 {
 }
 
 /// Checks one contract; `index` is reported in the error.
+///
+/// Rules: every field finite (`"must be a finite number"`, checked first), spot > 0,
+/// strike > 0, t ≥ 0, |rate| ≤ 1, 0 < vol ≤ 10. The error names the first bad field in the
+/// order spot, strike, t, rate, vol.
 pub fn validate(c: &Contract, index: usize) -> Result<(), InvalidInput> {
-    let _ = (c, index);
-    todo!()
+    validate_fields(c.spot, c.strike, c.t, c.rate, c.vol, index)
+}
+
+fn validate_fields(
+    spot: f32,
+    strike: f32,
+    t: f32,
+    rate: f32,
+    vol: f32,
+    index: usize,
+) -> Result<(), InvalidInput> {
+    let fields: [(&'static str, f32, bool, &'static str); 5] = [
+        ("spot", spot, spot > 0.0, "spot must be > 0"),
+        ("strike", strike, strike > 0.0, "strike must be > 0"),
+        ("t", t, t >= 0.0, "time to expiry must be >= 0"),
+        ("rate", rate, rate.abs() <= 1.0, "rate must satisfy |rate| <= 1"),
+        ("vol", vol, vol > 0.0 && vol <= 10.0, "volatility must be > 0 and <= 10"),
+    ];
+    for (field, value, ok, why) in fields {
+        if !value.is_finite() {
+            return Err(InvalidInput { field, index, value: value as f64, why: "must be a finite number" });
+        }
+        if !ok {
+            return Err(InvalidInput { field, index, value: value as f64, why });
+        }
+    }
+    Ok(())
+}
+
+/// Checks every contract of a column batch (and that `kind` is [`CALL`] or [`PUT`]); the
+/// error's `index` is the contract's position. Lengths are not checked here.
+pub fn validate_batch(input: &BsIn<'_>) -> Result<(), InvalidInput> {
+    for i in 0..input.spot.len() {
+        validate_fields(input.spot[i], input.strike[i], input.t[i], input.rate[i], input.vol[i], i)?;
+        let kind = input.kind[i];
+        if kind != CALL && kind != PUT {
+            let why = "kind must be 1 (call) or 0 (put)";
+            return Err(InvalidInput { field: "kind", index: i, value: kind as f64, why });
+        }
+    }
+    Ok(())
 }
 
 /// The f64 reference (closed form, libm erfc) used by tests.
+///
+/// Everything in f64 from the f32 inputs; Φ from `libm::erfc` (accurate in both tails). At
+/// σ√T = 0 (T = 0) it returns the limits listed in the module docs; otherwise the closed form.
 pub fn reference(c: &Contract) -> Greeks64 {
-    let _ = c;
-    todo!()
+    let (s, k, t, r, v) = (c.spot as f64, c.strike as f64, c.t as f64, c.rate as f64, c.vol as f64);
+    let sgn = match c.kind {
+        OptionKind::Call => 1.0,
+        OptionKind::Put => -1.0,
+    };
+    let sqrt_t = t.sqrt();
+    let sv = v * sqrt_t;
+    let kd = k * (-r * t).exp();
+    let num = (s / k).ln() + (r + 0.5 * v * v) * t;
+    let (d1, d2) = if sv > 0.0 {
+        let d1 = num / sv;
+        (d1, d1 - sv)
+    } else {
+        let d = if num > 0.0 {
+            f64::INFINITY
+        } else if num < 0.0 {
+            f64::NEG_INFINITY
+        } else {
+            0.0
+        };
+        (d, d)
+    };
+    let n1 = norm_cdf_f64(sgn * d1);
+    let n2 = norm_cdf_f64(sgn * d2);
+    let pdf1 =
+        if d1.is_finite() { (-0.5 * d1 * d1).exp() / (2.0 * std::f64::consts::PI).sqrt() } else { 0.0 };
+    let (gamma, diffusion) =
+        if sv > 0.0 { (pdf1 / (s * sv), s * pdf1 * v * v / (2.0 * sv)) } else { (0.0, 0.0) };
+    Greeks64 {
+        price: sgn * (s * n1 - kd * n2),
+        delta: sgn * n1,
+        gamma,
+        vega: s * pdf1 * sqrt_t,
+        theta: -diffusion - sgn * r * kd * n2,
+        rho: sgn * t * kd * n2,
+    }
+}
+
+/// Price and Greeks of one contract with the portable build of the kernel (inputs assumed
+/// valid).
+pub fn price_one(c: &Contract) -> Greeks {
+    let kind = match c.kind {
+        OptionKind::Call => CALL,
+        OptionKind::Put => PUT,
+    };
+    let g = simd::greeks_one::<false>(c.spot, c.strike, c.t, c.rate, c.vol, kind);
+    Greeks { price: g[0], delta: g[1], gamma: g[2], vega: g[3], theta: g[4], rho: g[5] }
 }
 
 /// Borrowed input columns (all the same length).
@@ -129,15 +243,79 @@ pub fn price_greeks(input: &BsIn<'_>, out: &mut BsOut<'_>) -> Result<(), KernelE
 }
 
 /// As [`price_greeks`] with a chosen ISA (must be one of [`Isa::available`]).
+///
+/// # Panics
+/// If `isa` is not available on this CPU (running its build would be undefined behaviour).
 pub fn price_greeks_isa(isa: Isa, input: &BsIn<'_>, out: &mut BsOut<'_>) -> Result<(), KernelError> {
-    let _ = (isa, input, out);
-    todo!()
+    check_lengths(input, out)?;
+    assert!(isa.is_available(), "ISA {} is not available on this CPU", isa.name());
+    match isa {
+        Isa::Scalar => simd::run_scalar(input, out),
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        // SAFETY: `isa.is_available()` (asserted above) means the CPU has AVX2 and FMA.
+        Isa::Avx2 => unsafe { simd::run_avx2(input, out) },
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        // SAFETY: `isa.is_available()` means the CPU has AVX-512 F/DQ/VL, AVX2 and FMA.
+        Isa::Avx512 => unsafe { simd::run_avx512(input, out) },
+        #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+        _ => unreachable!("only Isa::Scalar is available off x86"),
+    }
+    Ok(())
+}
+
+fn check_lengths(input: &BsIn<'_>, out: &BsOut<'_>) -> Result<(), KernelError> {
+    let n = input.spot.len();
+    let cols = [
+        ("strike", input.strike.len()),
+        ("t", input.t.len()),
+        ("rate", input.rate.len()),
+        ("vol", input.vol.len()),
+        ("kind", input.kind.len()),
+        ("price", out.price.len()),
+        ("delta", out.delta.len()),
+        ("gamma", out.gamma.len()),
+        ("vega", out.vega.len()),
+        ("theta", out.theta.len()),
+        ("rho", out.rho.len()),
+    ];
+    for (what, got) in cols {
+        if got != n {
+            return Err(KernelError::Shape { what, expected: n, got });
+        }
+    }
+    Ok(())
+}
+
+/// Splits a word buffer into `N` columns of `n` words each (`what` names it in the error).
+fn columns<'w, const N: usize>(
+    words: &'w [u32],
+    n: usize,
+    what: &'static str,
+) -> Result<[&'w [u32]; N], KernelError> {
+    let expected = n * N;
+    if words.len() != expected {
+        return Err(KernelError::Shape { what, expected, got: words.len() });
+    }
+    Ok(std::array::from_fn(|c| &words[c * n..(c + 1) * n]))
 }
 
 /// Word-layout entry point: `input.len() == n * IN_WORDS`, `output.len() == n * OUT_WORDS`.
 pub fn price_greeks_words(n: usize, input: &[u32], output: &mut [u32]) -> Result<(), KernelError> {
-    let _ = (n, input, output);
-    todo!()
+    let [spot, strike, t, rate, vol, kind] = columns::<IN_WORDS>(input, n, "input words")?;
+    if output.len() != n * OUT_WORDS {
+        return Err(KernelError::Shape { what: "output words", expected: n * OUT_WORDS, got: output.len() });
+    }
+    fn f(w: &[u32]) -> &[f32] {
+        bytemuck::cast_slice(w)
+    }
+    let input = BsIn { spot: f(spot), strike: f(strike), t: f(t), rate: f(rate), vol: f(vol), kind };
+    let out: &mut [f32] = bytemuck::cast_slice_mut(output);
+    let (price, rest) = out.split_at_mut(n);
+    let (delta, rest) = rest.split_at_mut(n);
+    let (gamma, rest) = rest.split_at_mut(n);
+    let (vega, rest) = rest.split_at_mut(n);
+    let (theta, rho) = rest.split_at_mut(n);
+    price_greeks(&input, &mut BsOut { price, delta, gamma, vega, theta, rho })
 }
 
 /// Owned input columns.
@@ -176,16 +354,63 @@ pub struct BsResults {
 
 /// A deterministic synthetic option chain of `n` valid contracts from `seed` (spots, strikes
 /// around the money, T in (0, 3], rates, vols in [0.05, 0.8], calls and puts).
+///
+/// Draws from a splitmix64 stream: spot ~ U[50, 150), strike = spot·U[0.7, 1.3),
+/// T ~ U(0.01, 3], rate ~ U[−0.01, 0.08), vol ~ U[0.05, 0.8); even indices are calls, odd puts.
 pub fn synthetic_chain(n: usize, seed: u64) -> Vec<Contract> {
-    let _ = (n, seed);
-    todo!()
+    let mut state = seed;
+    let mut unit = move || {
+        // splitmix64 (Steele, Lea, Flood 2014), top 53 bits as a uniform in [0, 1).
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        (z >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    };
+    (0..n)
+        .map(|i| {
+            let spot = 50.0 + 100.0 * unit();
+            let strike = spot * (0.7 + 0.6 * unit());
+            let t = 3.0 - 2.99 * unit(); // (0.01, 3]
+            let rate = -0.01 + 0.09 * unit();
+            let vol = 0.05 + 0.75 * unit();
+            let kind = if i % 2 == 0 { OptionKind::Call } else { OptionKind::Put };
+            Contract {
+                spot: spot as f32,
+                strike: strike as f32,
+                t: t as f32,
+                rate: rate as f32,
+                vol: vol as f32,
+                kind,
+            }
+        })
+        .collect()
 }
 
 impl BsBatch {
     /// Columns of `contracts`, in order.
     pub fn from_contracts(contracts: &[Contract]) -> BsBatch {
-        let _ = contracts;
-        todo!()
+        let col = |f: fn(&Contract) -> f32| contracts.iter().map(f).collect::<Vec<f32>>();
+        BsBatch {
+            spot: col(|c| c.spot),
+            strike: col(|c| c.strike),
+            t: col(|c| c.t),
+            rate: col(|c| c.rate),
+            vol: col(|c| c.vol),
+            kind: contracts.iter().map(|c| kind_word(c.kind)).collect(),
+        }
+    }
+    /// Contract `i` as a struct (a `kind` word other than [`CALL`] reads as a put).
+    pub fn get(&self, i: usize) -> Contract {
+        Contract {
+            spot: self.spot[i],
+            strike: self.strike[i],
+            t: self.t[i],
+            rate: self.rate[i],
+            vol: self.vol[i],
+            kind: if self.kind[i] == CALL { OptionKind::Call } else { OptionKind::Put },
+        }
     }
     /// Number of contracts.
     pub fn len(&self) -> usize {
@@ -211,28 +436,84 @@ impl BsBatch {
 impl BsResults {
     /// `n` zeroed results.
     pub fn zeroed(n: usize) -> BsResults {
-        let _ = n;
-        todo!()
+        BsResults {
+            price: vec![0.0; n],
+            delta: vec![0.0; n],
+            gamma: vec![0.0; n],
+            vega: vec![0.0; n],
+            theta: vec![0.0; n],
+            rho: vec![0.0; n],
+        }
     }
     /// Mutable view of all columns.
     pub fn as_out(&mut self) -> BsOut<'_> {
-        todo!()
+        BsOut {
+            price: &mut self.price,
+            delta: &mut self.delta,
+            gamma: &mut self.gamma,
+            vega: &mut self.vega,
+            theta: &mut self.theta,
+            rho: &mut self.rho,
+        }
     }
     /// Result `i` as a struct.
     pub fn get(&self, i: usize) -> Greeks {
-        let _ = i;
-        todo!()
+        Greeks {
+            price: self.price[i],
+            delta: self.delta[i],
+            gamma: self.gamma[i],
+            vega: self.vega[i],
+            theta: self.theta[i],
+            rho: self.rho[i],
+        }
+    }
+    /// Number of results.
+    pub fn len(&self) -> usize {
+        self.price.len()
+    }
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.price.is_empty()
+    }
+}
+
+/// Prices a whole batch with the best ISA into fresh results.
+pub fn price_batch(batch: &BsBatch) -> Result<BsResults, KernelError> {
+    let mut out = BsResults::zeroed(batch.len());
+    price_greeks(&batch.as_in(), &mut out.as_out())?;
+    Ok(out)
+}
+
+/// The `kind` word of `k`.
+pub fn kind_word(k: OptionKind) -> u32 {
+    match k {
+        OptionKind::Call => CALL,
+        OptionKind::Put => PUT,
     }
 }
 
 /// Writes `contracts` into `input` in the word layout (`input.len() == contracts.len() * IN_WORDS`).
+///
+/// # Panics
+/// If `input.len() != contracts.len() * IN_WORDS`.
 pub fn stage_words(contracts: &[Contract], input: &mut [u32]) {
-    let _ = (contracts, input);
-    todo!()
+    let n = contracts.len();
+    assert_eq!(input.len(), n * IN_WORDS, "stage_words: input must hold n * IN_WORDS words");
+    for (i, c) in contracts.iter().enumerate() {
+        let w = [c.spot.to_bits(), c.strike.to_bits(), c.t.to_bits(), c.rate.to_bits(), c.vol.to_bits()];
+        for (col, word) in w.into_iter().enumerate() {
+            input[col * n + i] = word;
+        }
+        input[5 * n + i] = kind_word(c.kind);
+    }
 }
 
 /// Reads result `i` of a batch of `n` from `output` in the word layout.
+///
+/// # Panics
+/// If `i >= n` or `output` is shorter than `n * OUT_WORDS`.
 pub fn gather_words(n: usize, output: &[u32], i: usize) -> Greeks {
-    let _ = (n, output, i);
-    todo!()
+    assert!(i < n && output.len() >= n * OUT_WORDS, "gather_words: item {i} of {n} out of range");
+    let w = |col: usize| f32::from_bits(output[col * n + i]);
+    Greeks { price: w(0), delta: w(1), gamma: w(2), vega: w(3), theta: w(4), rho: w(5) }
 }
