@@ -446,6 +446,10 @@ fn sgemm_batched_on_a_slot_matches_cpu() {
             &gemm_f64(m, n, k, a, bm),
         );
     }
+    // k = 0: every C_i is an empty sum (the output is cleared on the device).
+    assert!(out.iter().any(|&v| v != 0.0));
+    slot.run(&GemmJob { m, n, k: 0 }, count, 0, c_len, Phases::ALL).expect("k = 0");
+    assert!(slot.staging_out().iter().all(|&w| w == 0), "k = 0 must give C = 0");
 }
 
 #[test]

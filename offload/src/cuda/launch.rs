@@ -146,6 +146,11 @@ pub(crate) fn sgemm_batched(
         ctx.input.len(),
     )?;
     need("device output words (sgemm C)", c_len, 1, ctx.output.len())?;
+    if k == 0 {
+        // Empty sums: C = 0, without asking cuBLAS about a zero inner dimension.
+        let mut c = ctx.output.slice_mut(..c_len);
+        return ctx.stream.memset_zeros(&mut c).map_err(|e| driver_err("cuMemsetD8Async", e));
+    }
     let a = ctx.input.slice(..a_len);
     let b = ctx.input.slice(a_len..a_len + b_len);
     // SAFETY: u32 and f32 have the same size and alignment and every bit pattern is a valid
@@ -217,8 +222,7 @@ pub(crate) fn gemm_f32(
             k: int(k, "k")?,
             alpha: 1.0f32,
             lda: int(n, "n")?,
-            // cuBLAS requires ld >= max(1, rows); with k = 0 the operand is empty but its
-            // leading dimension must still be 1.
+            // cuBLAS requires ld >= max(1, rows); k = 0 never gets here, but keep ld valid.
             ldb: int(k.max(1), "k")?,
             beta: 0.0f32,
             ldc: int(n, "n")?,
