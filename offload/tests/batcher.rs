@@ -518,3 +518,67 @@ fn host_slot_runs_each_phase() {
     let e = d.run_bulk(&job, 2, &[POISON, 1], 2, 2, false).unwrap_err();
     assert!(e.to_string().contains("poison"), "{e}");
 }
+
+/// The crate's kernels through the Batcher, against their CPU entry points (many tasks, small
+/// batches, so items land in batches of different sizes and positions).
+#[test]
+fn crate_kernels_through_the_batcher() {
+    let rt = rt(2);
+    let d = Device::host();
+    let close = |x: f32, y: f32| (x - y).abs() <= 1e-5 * y.abs().max(1.0);
+
+    let chain = gmprt_offload::kernels::black_scholes::synthetic_chain(300, 5);
+    let bs = Batcher::new(BlackScholes, &d, cfg(64, Duration::from_micros(200), 2)).unwrap();
+    let got: Vec<_> = rt.block_on({
+        let (bs, chain) = (bs.clone(), chain.clone());
+        async move {
+            let hs: Vec<_> = chain
+                .into_iter()
+                .map(|c| {
+                    let b = bs.clone();
+                    gmprt_offload::runtime::spawn(async move { b.submit(c).await })
+                })
+                .collect();
+            let mut out = Vec::new();
+            for h in hs {
+                out.push(h.await.unwrap().unwrap());
+            }
+            out
+        }
+    });
+    for (c, g) in chain.iter().zip(&got) {
+        let mut input = [0u32; 6];
+        gmprt_offload::kernels::black_scholes::stage_words(std::slice::from_ref(c), &mut input);
+        let mut out = [0u32; 6];
+        gmprt_offload::kernels::black_scholes::price_greeks_words(1, &input, &mut out).unwrap();
+        let r = gmprt_offload::kernels::black_scholes::gather_words(1, &out, 0);
+        for (x, y) in [(g.price, r.price), (g.delta, r.delta), (g.gamma, r.gamma), (g.vega, r.vega)] {
+            assert!(close(x, y), "{c:?}: {x} vs {y}");
+        }
+    }
+
+    let sx = Batcher::new(Saxpy { a: 1.5 }, &d, cfg(16, Duration::from_micros(200), 2)).unwrap();
+    let futs: Vec<_> = (0..100).map(|i| sx.submit((i as f32, 2.0 * i as f32))).collect();
+    for (i, f) in futs.into_iter().enumerate() {
+        let v = rt.block_on(f).unwrap();
+        assert!(close(v, 1.5 * i as f32 + 2.0 * i as f32), "{i}: {v}");
+    }
+
+    let (m, n, k) = (3, 4, 5);
+    let g = Batcher::new(SmallSgemm { m, n, k }, &d, cfg(8, Duration::from_micros(200), 2)).unwrap();
+    let items: Vec<(Vec<f32>, Vec<f32>)> = (0..20)
+        .map(|s| {
+            let a = (0..m * k).map(|i| ((i + s) % 7) as f32 - 3.0).collect();
+            let b = (0..k * n).map(|i| ((i * 3 + s) % 5) as f32 - 2.0).collect();
+            (a, b)
+        })
+        .collect();
+    let futs: Vec<_> = items.iter().map(|it| g.submit(it.clone())).collect();
+    for ((a, b), f) in items.iter().zip(futs) {
+        let c = rt.block_on(f).unwrap();
+        let mut r = vec![0f32; m * n];
+        gmprt_offload::kernels::sgemm::sgemm_naive(m, n, k, a, b, &mut r).unwrap();
+        assert_eq!(c.len(), m * n);
+        assert!(c.iter().zip(&r).all(|(&x, &y)| close(x, y)), "{c:?} vs {r:?}");
+    }
+}
