@@ -17,13 +17,13 @@
 //!
 //! State under `central` (a `parking_lot::Mutex`, so it cannot be poisoned):
 //! the *open batch* (its items, in a `Vec` with capacity `max_batch`, and its
-//! [`BatchShared`], opened at the first item), the `closed` flag, and a FIFO queue of
+//! `BatchShared`, opened at the first item), the `closed` flag, and a FIFO queue of
 //! submitters waiting for room (`waiters`, by ticket) with the count of room `reserved` for
 //! woken waiters.
 //!
 //! 1. *Accept.* An item is validated ([`BatchKernel::validate`]) and then, under `central`,
 //!    pushed into the open batch if there is unreserved room (`len + reserved < max_batch`),
-//!    getting its index `i` and an `Arc` of the batch's [`BatchShared`]. The first item opens
+//!    getting its index `i` and an `Arc` of the batch's `BatchShared`. The first item opens
 //!    the batch (records its time: the deadline is `opened + max_delay`); the first and the
 //!    `max_batch`-th item notify one idle worker. `submit` tries this at once; a submit that
 //!    finds no room becomes a waiter (below).
@@ -85,7 +85,7 @@ use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -202,6 +202,10 @@ struct Shared<K: BatchKernel> {
     /// Slots running a batch: a gauge for [`Batcher::occupancy`] only, synchronises nothing,
     /// hence `Relaxed` everywhere.
     busy: AtomicUsize,
+    /// Submits refused by `validate` / after shutdown: counters only, read as a snapshot by
+    /// `stats()`; they order nothing, hence `Relaxed`.
+    rejected_invalid: AtomicU64,
+    rejected_closed: AtomicU64,
     log: Mutex<TimelineLog>,
 }
 
@@ -305,6 +309,8 @@ impl<K: BatchKernel> Batcher<K> {
             }),
             work: Condvar::new(),
             busy: AtomicUsize::new(0),
+            rejected_invalid: AtomicU64::new(0),
+            rejected_closed: AtomicU64::new(0),
             log: Mutex::new(TimelineLog::default()),
         });
         let owner = Arc::new(Owner { shared: shared.clone() });
@@ -337,10 +343,13 @@ impl<K: BatchKernel> Batcher<K> {
     pub fn submit(&self, item: K::Item) -> Submit<K> {
         let shared = self.shared();
         if let Err(e) = shared.kernel.validate(&item, 0) {
+            shared.rejected_invalid.fetch_add(1, Ordering::Relaxed);
             return Submit { state: SubmitState::Failed(Some(e)) };
         }
         let mut c = shared.central.lock();
         if c.closed {
+            drop(c);
+            shared.rejected_closed.fetch_add(1, Ordering::Relaxed);
             return Submit { state: SubmitState::Failed(Some(OffloadError::Closed)) };
         }
         if c.waiters.is_empty() && c.items.len() + c.reserved < shared.config.max_batch {
@@ -411,7 +420,7 @@ impl<K: BatchKernel> Batcher<K> {
     /// Aggregates over every finished batch. A batch is counted before any of its futures
     /// resolves, so once every submit has resolved the stats include all of them.
     pub fn stats(&self) -> BatcherStats {
-        self.shared().log.lock().stats()
+        self.shared().with_rejections(self.shared().log.lock().stats())
     }
 
     /// The last (up to [`TIMELINE_CAPACITY`](crate::timeline::TIMELINE_CAPACITY)) batches'
@@ -424,11 +433,20 @@ impl<K: BatchKernel> Batcher<K> {
     /// bytes moved, transfer vs kernel share, and the device.
     pub fn report(&self) -> Report {
         let s = self.shared();
-        s.log.lock().report(s.kernel.name(), s.device.describe())
+        let mut r = s.log.lock().report(s.kernel.name(), s.device.describe());
+        r.stats = s.with_rejections(r.stats);
+        r
     }
 }
 
 impl<K: BatchKernel> Shared<K> {
+    /// `stats` with the refusal counters filled in.
+    fn with_rejections(&self, mut stats: BatcherStats) -> BatcherStats {
+        stats.rejected_invalid = self.rejected_invalid.load(Ordering::Relaxed);
+        stats.rejected_closed = self.rejected_closed.load(Ordering::Relaxed);
+        stats
+    }
+
     /// Pushes `item` into the open batch (opening it if empty). Caller holds `central`, has
     /// checked that the Batcher is open and that there is room for this item. Returns the
     /// batch, the item's index, and whether an idle worker must be notified (first item: a
@@ -720,6 +738,7 @@ impl<K: BatchKernel> Future for Submit<K> {
                     let mut c = shared.central.lock();
                     if c.closed {
                         drop(c);
+                        shared.rejected_closed.fetch_add(1, Ordering::Relaxed);
                         this.state = SubmitState::Done;
                         return Poll::Ready(Err(OffloadError::Closed));
                     }

@@ -2,7 +2,7 @@
 //! in each phase, the last [`TIMELINE_CAPACITY`] of them kept in a ring, plus running
 //! aggregates over all batches ([`BatcherStats`]) and a printable [`Report`].
 //!
-//! Clocks: `queue_wait`, `staging` and `scatter` are host phases measured with [`Instant`]
+//! Clocks: `queue_wait`, `staging` and `scatter` are host phases measured with [`Instant`](std::time::Instant)
 //! on the slot's worker thread; `h2d`, `kernel` and `d2h` are the device's own times
 //! ([`PhaseTimes`](crate::PhaseTimes): CUDA events on a GPU, host clocks on Host). `start` is
 //! the moment the batch closed, as an offset from the Batcher's creation; the batch opened
@@ -121,6 +121,10 @@ pub struct BatcherStats {
     pub closed_shutdown: u64,
     /// The largest batch so far.
     pub max_n: usize,
+    /// Submits refused by `validate` (never entered a batch).
+    pub rejected_invalid: u64,
+    /// Submits refused because the Batcher was shut down (never entered a batch).
+    pub rejected_closed: u64,
     /// Sum of oldest-item waits.
     pub queue_wait: Duration,
     /// Sum of staging times.
@@ -324,6 +328,13 @@ impl fmt::Display for Report {
             s.items_per_batch(),
             s.max_n
         )?;
+        if s.rejected_invalid + s.rejected_closed > 0 {
+            writeln!(
+                f,
+                "  refused at submit: {} invalid, {} after shutdown",
+                s.rejected_invalid, s.rejected_closed
+            )?;
+        }
         writeln!(
             f,
             "  bytes over PCIe: {} host→device, {} device→host",

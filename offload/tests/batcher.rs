@@ -259,6 +259,8 @@ fn shutdown_flushes_and_loses_nothing() {
     assert_eq!(tl[0].closed_by, CloseReason::Shutdown);
     b.shutdown(); // idempotent
     assert_eq!(b.occupancy().open_items, 0);
+    let s = b.stats();
+    assert_eq!((s.items, s.rejected_closed, s.closed_shutdown), (n as u64, 1, 1), "every submit is counted");
 }
 
 #[test]
@@ -315,6 +317,8 @@ fn invalid_items_are_rejected_at_submit_naming_the_field() {
     let e = rt(1).block_on(f).unwrap_err();
     assert!(matches!(&e, OffloadError::Invalid(InvalidInput { field: "item", .. })), "{e:?}");
     assert_eq!(b.occupancy().open_items, 0, "a rejected item never enters a batch");
+    assert_eq!((b.stats().rejected_invalid, b.stats().items), (1, 0));
+    assert!(b.report().to_string().contains("1 invalid"));
 
     let s = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), BatcherConfig::default()).unwrap();
     let e = rt(1).block_on(s.submit((f32::NAN, 1.0))).unwrap_err();
@@ -428,6 +432,7 @@ fn waiters_get_closed_at_shutdown() {
     assert_eq!(rt.block_on(third), Err(OffloadError::Closed), "never accepted");
     assert_eq!(rt.block_on(first), Ok(mix(0)));
     assert_eq!(rt.block_on(second), Ok(mix(1)), "accepted before shutdown");
+    assert_eq!(b.stats().rejected_closed, 1);
 }
 
 #[test]

@@ -151,14 +151,17 @@ proptest! {
         });
         let tl = b.timelines();
         let failed_batches: Vec<u64> = tl.iter().filter(|t| !t.ok).map(|t| t.batch).collect();
-        let (mut accepted, mut failed) = (0u64, 0u64);
+        let (mut accepted, mut failed, mut closed) = (0u64, 0u64, 0u64);
         for (x, r) in outcomes.iter().flatten() {
             match r {
                 Ok(_) => {
                     prop_assert!(*x != POISON, "a poison item succeeded");
                     accepted += 1;
                 }
-                Err(OffloadError::Closed) => prop_assert!(b.is_closed(), "Closed for {x} without shutdown"),
+                Err(OffloadError::Closed) => {
+                    prop_assert!(b.is_closed(), "Closed for {x} without shutdown");
+                    closed += 1;
+                }
                 Err(OffloadError::Batch { batch, msg, .. }) => {
                     prop_assert!(failed_batches.contains(batch) && msg == "poison", "item {x}: batch {batch}: {msg}");
                     accepted += 1;
@@ -170,7 +173,8 @@ proptest! {
         prop_assert!(tl.iter().all(|t| t.n >= 1 && t.n <= max_batch));
         prop_assert_eq!(tl.iter().map(|t| t.n as u64).sum::<u64>(), accepted);
         prop_assert_eq!(tl.iter().filter(|t| !t.ok).map(|t| t.n as u64).sum::<u64>(), failed);
-        prop_assert_eq!((b.stats().items, b.stats().failed_items), (accepted, failed));
+        let s = b.stats();
+        prop_assert_eq!((s.items, s.failed_items, s.rejected_closed), (accepted, failed, closed));
         prop_assert_eq!(b.occupancy().open_items, 0);
     }
 }
