@@ -1,5 +1,31 @@
 //! [`Batcher`]: many green tasks' `submit(item).await` coalesced into one launch per batch.
 //!
+//! ```
+//! use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+//! use gmprt_offload::runtime::{spawn, Runtime};
+//!
+//! let rt = Runtime::builder().procs(2).build().unwrap();
+//! let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+//! let b2 = b.clone();
+//! let ys: Vec<f32> = rt.block_on(async move {
+//!     // 1000 tasks, one item each; the Batcher runs them as a few launches.
+//!     let hs: Vec<_> = (0..1000)
+//!         .map(|i| {
+//!             let b = b2.clone();
+//!             spawn(async move { b.submit((i as f32, 1.0)).await })
+//!         })
+//!         .collect();
+//!     let mut ys = Vec::new();
+//!     for h in hs {
+//!         ys.push(h.await.unwrap().unwrap());
+//!     }
+//!     ys
+//! });
+//! assert_eq!(ys[10], 21.0);
+//! assert_eq!(b.stats().items, 1000); // in b.stats().launches launches
+//! println!("{}", b.report());
+//! ```
+//!
 //! # Thread model
 //!
 //! * **Submitters** are green tasks (or any thread). [`Batcher::submit`] and the [`Submit`]
