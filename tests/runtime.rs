@@ -218,7 +218,7 @@ fn every_task_runs_exactly_once_when_spawned_from_tasks() {
                                 let i = s * PER + k;
                                 gmprt::spawn(async move {
                                     runs.bump(i);
-                                    if i % 7 == 0 {
+                                    if i.is_multiple_of(7) {
                                         gmprt::yield_now().await;
                                     }
                                     i as u64
@@ -364,7 +364,7 @@ fn spawn_from_foreign_threads() {
                         let runs = runs.clone();
                         let fut = async move {
                             runs.bump(i);
-                            if i % 3 == 0 {
+                            if i.is_multiple_of(3) {
                                 gmprt::yield_now().await;
                             }
                             i as u64 * 2

@@ -58,12 +58,22 @@ impl Backend for HostBackend {
 
     fn new_slot(&self, in_words: usize, out_words: usize) -> Result<Box<dyn Slot>, OffloadError> {
         Ok(Box::new(HostSlot {
-            staging_in: vec![0; in_words],
-            staging_out: vec![0; out_words],
-            dev_in: vec![0; in_words],
-            dev_out: vec![0; out_words],
+            staging_in: touched(in_words),
+            staging_out: touched(out_words),
+            dev_in: touched(in_words),
+            dev_out: touched(out_words),
         }))
     }
+}
+
+/// `len` zero words whose pages are already mapped. `vec![0; len]` would get lazily-zeroed
+/// pages from the OS (calloc), and the first run would pay a page fault per 4 KiB inside its
+/// timed copy or kernel phase — as `cudaMalloc`'d memory does not. Writing the zeros here
+/// moves that cost to slot creation, like a device allocation.
+fn touched(len: usize) -> Vec<u32> {
+    let mut v = Vec::with_capacity(len);
+    v.resize(len, 0);
+    v
 }
 
 /// One Host "stream": staging buffers plus separate "device" buffers of the same sizes.

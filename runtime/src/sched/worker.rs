@@ -101,7 +101,7 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
             let mut guard = cx.p.borrow_mut();
             let p = guard.as_mut().expect("M in find_runnable without a P");
             // Fairness: once in a while look at the global queue first.
-            if p.schedtick % GLOBAL_CHECK_TICKS == 0 {
+            if p.schedtick.is_multiple_of(GLOBAL_CHECK_TICKS) {
                 if let Some(t) = p.globrunqget_one(shared) {
                     p.schedtick = p.schedtick.wrapping_add(1);
                     return Some(t);

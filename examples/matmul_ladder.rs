@@ -1,0 +1,118 @@
+//! The matrix-multiply ladder, from the textbook triple loop to cuBLAS, C = A·B with N×N f32:
+//!
+//! 1. naive triple loop, one thread;
+//! 2. one green task per row block (gmprt `parallel_for` over the Ps, a cache-blocked kernel);
+//! 3. a well-kept Rust GEMM crate on all cores (see `gmprt_kernels::sgemm::sgemm_crate`);
+//! 4. the device: cuBLAS on a GPU (timed by CUDA events, transfers shown apart), or the Host
+//!    stand-in when there is none (then it is rung 3 again, labelled so).
+//!
+//! ```text
+//! cargo run --release --example matmul_ladder -- [--n 1024] [--naive-max 1024] [--procs N]
+//! ```
+//! Every rung is checked against rung 3 (max relative error printed).
+use gmprt::kernels::sgemm::{sgemm_crate, sgemm_naive, sgemm_rows};
+use gmprt::offload::{Device, DeviceKind};
+use gmprt::runtime::Runtime;
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{fail, parse_count};
+
+/// Rows per green task: 16 rows of C reuse each loaded panel of B 16 times, and N/16 tasks
+/// (64 at N = 1024) balance well over any P count up to 16.
+const ROWS_PER_TASK: usize = 16;
+
+fn main() {
+    let (mut n, mut naive_max, mut procs) = (1024usize, 1024usize, None);
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let v = it.next().unwrap_or_else(|| fail("matmul_ladder", format!("{flag} needs a value")));
+        let v = parse_count(&v).unwrap_or_else(|| fail("matmul_ladder", format!("{flag}: not a count: {v}")));
+        match flag.as_str() {
+            "--n" => n = v,
+            "--naive-max" => naive_max = v,
+            "--procs" => procs = Some(v),
+            _ => fail("matmul_ladder", format!("unknown flag {flag} (try --n, --naive-max, --procs)")),
+        }
+    }
+    if n == 0 {
+        fail("matmul_ladder", "--n must be at least 1".into());
+    }
+    let device = Device::detect().unwrap_or_else(|e| fail("matmul_ladder: GMPRT_DEVICE", e.to_string()));
+    let mut b = Runtime::builder();
+    if let Some(p) = procs {
+        b = b.procs(p);
+    }
+    let rt = b.build().unwrap_or_else(|e| fail("matmul_ladder", e.to_string()));
+    let procs = rt.procs();
+    println!("matmul_ladder: C = A·B, N = {n}, f32; {procs} procs; device {}", device.describe());
+
+    // Deterministic inputs in [-1, 1).
+    let mut s = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    };
+    let a: Vec<f32> = (0..n * n).map(|_| next()).collect();
+    let bm: Vec<f32> = (0..n * n).map(|_| next()).collect();
+    let flops = 2.0 * (n as f64).powi(3);
+
+    let mut reference = vec![0f32; n * n];
+    let t = Instant::now();
+    sgemm_crate(n, n, n, &a, &bm, &mut reference, procs).unwrap();
+    let crate_t = t.elapsed();
+
+    println!("\n{:<46} {:>11} {:>10} {:>9} {:>10}", "rung", "time", "GFLOP/s", "× naive", "max rel err");
+    let naive_secs = std::cell::Cell::new(None);
+    let row = |name: &str, d: Duration, c: &[f32]| {
+        let secs = d.as_secs_f64();
+        let err = max_rel_err(c, &reference);
+        let x = naive_secs.get().map_or("—".to_string(), |ns: f64| format!("{:.1}", ns / secs));
+        println!("{name:<46} {:>9.2}ms {:>10.2} {:>9} {:>10.1e}", secs * 1e3, flops / secs / 1e9, x, err);
+        secs
+    };
+
+    if n <= naive_max {
+        let mut c = vec![0f32; n * n];
+        let t = Instant::now();
+        sgemm_naive(n, n, n, &a, &bm, &mut c).unwrap();
+        naive_secs.set(Some(row("1. naive triple loop, 1 thread", t.elapsed(), &c)));
+    } else {
+        println!("{:<46} skipped (N > --naive-max {naive_max})", "1. naive triple loop, 1 thread");
+    }
+
+    let mut c = vec![0f32; n * n];
+    let base = c.as_mut_ptr() as usize;
+    let t = Instant::now();
+    rt.handle().parallel_for(n, ROWS_PER_TASK, |rows| {
+        // SAFETY: chunks are disjoint row ranges of `c`, which outlives the call.
+        let out =
+            unsafe { std::slice::from_raw_parts_mut((base as *mut f32).add(rows.start * n), rows.len() * n) };
+        sgemm_rows(n, n, n, &a, &bm, rows, out).unwrap();
+    });
+    row(&format!("2. green task per {ROWS_PER_TASK} rows, {procs} procs"), t.elapsed(), &c);
+    row(&format!("3. GEMM crate, {procs} threads"), crate_t, &reference);
+
+    let mut c = vec![0f32; n * n];
+    let t = Instant::now();
+    match device.sgemm(n, n, n, &a, &bm, &mut c) {
+        Ok(ph) => {
+            let wall = t.elapsed();
+            if device.kind() == DeviceKind::Cuda {
+                row("4. cuBLAS, kernel only (after sync)", ph.kernel, &c);
+                row("4. cuBLAS incl. H2D + D2H", ph.h2d + ph.kernel + ph.d2h, &c);
+                row("4. cuBLAS, wall (incl. first-call setup)", wall, &c);
+            } else {
+                row("4. device = Host (no GPU): GEMM crate again", ph.kernel, &c);
+            }
+        }
+        Err(e) => println!("4. device failed: {e}"),
+    }
+}
+
+fn max_rel_err(c: &[f32], r: &[f32]) -> f64 {
+    let scale = r.iter().fold(0f32, |m, x| m.max(x.abs())).max(f32::MIN_POSITIVE) as f64;
+    c.iter().zip(r).map(|(x, y)| (*x as f64 - *y as f64).abs() / scale).fold(0.0, f64::max)
+}
