@@ -70,6 +70,7 @@ impl Backend for HostBackend {
 /// pages from the OS (calloc), and the first run would pay a page fault per 4 KiB inside its
 /// timed copy or kernel phase — as `cudaMalloc`'d memory does not. Writing the zeros here
 /// moves that cost to slot creation, like a device allocation.
+#[allow(clippy::slow_vector_initialization)] // on purpose: the explicit write is the point
 fn touched(len: usize) -> Vec<u32> {
     let mut v = Vec::with_capacity(len);
     v.resize(len, 0);
