@@ -34,13 +34,16 @@ fn run_batcher(rt: &gmprt::Runtime, b: &Batcher<BlackScholes>, chain: &'static [
     let b = b.clone();
     rt.block_on(async move {
         gmprt::spawn(async move {
-            let hs: Vec<_> = chain
-                .iter()
-                .map(|c| {
-                    let b = b.clone();
-                    gmprt::spawn(async move { b.submit(*c).await })
-                })
-                .collect();
+            let mut hs = Vec::with_capacity(chain.len());
+            for (i, c) in chain.iter().enumerate() {
+                let b = b.clone();
+                hs.push(gmprt::spawn(async move { b.submit(*c).await }));
+                // The root spawns in slices of 1024 so its own poll stays short (sysmon would
+                // report a 1M-spawn poll as blocking its P; Go would preempt it).
+                if i % 1024 == 1023 {
+                    gmprt::yield_now().await;
+                }
+            }
             for h in hs {
                 h.await.expect("task").expect("offload");
             }
