@@ -17,6 +17,7 @@ pub mod device;
 pub mod error;
 pub mod host;
 pub mod jobs;
+pub mod model;
 pub mod timeline;
 
 pub use backend::{Backend, Job, PhaseTimes, Phases, Slot};

@@ -1,0 +1,19 @@
+//! The cost model: placement is a cost decision, not a default. SKELETON (issue 5): the
+//! signatures are fixed; the bodies are filled in by the model helper.
+//!
+//! * [`fit`] — least-squares `t = intercept + slope · x` fits with their raw samples;
+//! * [`profile`] — a [`DeviceProfile`]: what [`calibrate`] measured (or published figures,
+//!   labelled so), saved to and loaded from JSON;
+//! * [`cost`] — [`CostModel::predict`] (a per-phase breakdown and the verdict) and
+//!   [`CostModel::crossover`] (the batch size n* from which the GPU wins, or `Never` with the
+//!   reason in numbers);
+//! * [`calibrate`](mod@calibrate) — measures a profile on the device at hand.
+pub mod calibrate;
+pub mod cost;
+pub mod fit;
+pub mod profile;
+
+pub use calibrate::{calibrate, CalibrateOptions};
+pub use cost::{Breakdown, CostModel, Crossover, Residency, Verdict};
+pub use fit::{LinFit, Sample};
+pub use profile::{CpuFit, DeviceProfile, KernelProfile, ProfileSource, Size, TransferProfile};

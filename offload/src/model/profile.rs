@@ -1,0 +1,167 @@
+//! [`DeviceProfile`]: a device's measured (or published) costs, as JSON. SKELETON.
+use super::fit::{LinFit, Sample};
+use crate::error::OffloadError;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Where a profile's numbers come from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ProfileSource {
+    /// Measured by [`calibrate`](super::calibrate()) on the named machine.
+    Measured,
+    /// Built from vendor-published figures, not measured; `citation` says which.
+    Published {
+        /// The figures and where they come from.
+        citation: String,
+    },
+}
+
+/// Host ↔ device copies: `t = latency + bytes / bandwidth` (intercept = latency in s,
+/// slope = 1 / bandwidth in s/B), pinned and pageable host memory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TransferProfile {
+    /// Pinned host buffers.
+    pub pinned: LinFit,
+    /// Pageable host buffers.
+    pub pageable: LinFit,
+    /// Raw samples behind `pinned` (x = bytes).
+    pub pinned_samples: Vec<Sample>,
+    /// Raw samples behind `pageable` (x = bytes).
+    pub pageable_samples: Vec<Sample>,
+}
+
+/// How a kernel's size `n` maps to work and bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Size {
+    /// `n` independent items: work = n, bytes in/out = per-item bytes · n (+ fixed out bytes).
+    Items {
+        /// Bytes uploaded per item.
+        in_bytes: f64,
+        /// Bytes downloaded per item.
+        out_bytes: f64,
+        /// Bytes downloaded per launch regardless of n (a reduction's result).
+        out_fixed: f64,
+    },
+    /// Square N×N f32 matrices, C = A·B: work = 2N³ flops, in = 8N² B, out = 4N² B.
+    MatrixN,
+}
+
+impl Size {
+    /// Work units at size n (the x of the kernel fits).
+    pub fn work(&self, n: f64) -> f64 {
+        match self {
+            Size::Items { .. } => n,
+            Size::MatrixN => 2.0 * n * n * n,
+        }
+    }
+    /// Bytes to upload at size n.
+    pub fn in_bytes(&self, n: f64) -> f64 {
+        match self {
+            Size::Items { in_bytes, .. } => in_bytes * n,
+            Size::MatrixN => 8.0 * n * n,
+        }
+    }
+    /// Bytes to download at size n.
+    pub fn out_bytes(&self, n: f64) -> f64 {
+        match self {
+            Size::Items { out_bytes, out_fixed, .. } => out_bytes * n + out_fixed,
+            Size::MatrixN => 4.0 * n * n,
+        }
+    }
+}
+
+/// CPU time of a kernel on `procs` Ps (x = work units).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpuFit {
+    /// Ps used.
+    pub procs: usize,
+    /// The fit.
+    pub fit: LinFit,
+    /// Raw samples.
+    pub samples: Vec<Sample>,
+}
+
+/// One kernel's costs: device time against work, CPU time against work on 1 … all Ps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelProfile {
+    /// `black_scholes`, `saxpy`, `sgemm`, `monte_carlo`.
+    pub name: String,
+    /// What n counts (`options`, `elements`, `N (matrix side)`, `paths`).
+    pub unit: String,
+    /// How n maps to work and bytes.
+    pub size: Size,
+    /// Device kernel time (launch excluded as far as the device can tell it apart).
+    pub device: LinFit,
+    /// Raw samples behind `device` (x = work).
+    pub device_samples: Vec<Sample>,
+    /// CPU fits, one per P count measured.
+    pub cpu: Vec<CpuFit>,
+}
+
+/// Everything the cost model knows about one machine (device + its host CPU).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceProfile {
+    /// Device name (`NVIDIA H200`, `host`).
+    pub device: String,
+    /// `cuda`, `host`, or `published`.
+    pub kind: String,
+    /// Driver / CUDA version, or `-`.
+    pub driver: String,
+    /// When measured (RFC 3339 date) or compiled.
+    pub date: String,
+    /// The host CPU (model name) and how many Ps the CPU fits go up to.
+    pub cpu: String,
+    /// Largest P count in the CPU fits.
+    pub procs: usize,
+    /// Measured or published.
+    pub source: ProfileSource,
+    /// Seconds to enqueue one (empty) kernel launch, asynchronously.
+    pub launch_enqueue: f64,
+    /// Seconds for an empty kernel's launch + synchronize.
+    pub launch_sync: f64,
+    /// Host → device copies.
+    pub h2d: TransferProfile,
+    /// Device → host copies.
+    pub d2h: TransferProfile,
+    /// Per-kernel costs.
+    pub kernels: Vec<KernelProfile>,
+}
+
+impl DeviceProfile {
+    /// The kernel named `name`, or an error listing the profile's kernels.
+    pub fn kernel(&self, name: &str) -> Result<&KernelProfile, OffloadError> {
+        let _ = name;
+        todo!()
+    }
+    /// JSON text (pretty).
+    pub fn to_json(&self) -> String {
+        todo!()
+    }
+    /// Parses JSON text; the error says what is wrong.
+    pub fn from_json(s: &str) -> Result<DeviceProfile, OffloadError> {
+        let _ = s;
+        todo!()
+    }
+    /// Writes JSON to `path`.
+    pub fn save(&self, path: &Path) -> Result<(), OffloadError> {
+        let _ = path;
+        todo!()
+    }
+    /// Reads JSON from `path`; the error names the path.
+    pub fn load(path: &Path) -> Result<DeviceProfile, OffloadError> {
+        let _ = path;
+        todo!()
+    }
+    /// The shipped profile built from published H100 SXM figures (labelled Published).
+    pub fn published_h100() -> DeviceProfile {
+        todo!()
+    }
+    /// The shipped profile built from published H200 figures (labelled Published).
+    pub fn published_h200() -> DeviceProfile {
+        todo!()
+    }
+    /// One line naming the profile: device, source, date, CPU and procs.
+    pub fn label(&self) -> String {
+        todo!()
+    }
+}
