@@ -1,5 +1,11 @@
-//! [`Device`]: where offloaded work runs — a CUDA GPU through cudarc, or the Host stand-in
-//! ([`HostBackend`]) that plays the same pipeline on the CPU.
+//! [`Device`]: where offloaded work runs — a CUDA GPU through cudarc, the Host stand-in
+//! ([`HostBackend`]) that plays the same pipeline on the CPU, or a GPU simulated from a
+//! [`DeviceProfile`] ([`SimBackend`]: CPU compute, each phase paced to the profile's
+//! prediction; see [`crate::sim`]).
+//!
+//! `GMPRT_DEVICE=simulated` chooses the simulated device with the published H100 profile
+//! ([`DeviceProfile::published_h100`]), or with the JSON profile at `GMPRT_PROFILE=path` when
+//! that variable is set (an error naming the path if it cannot be loaded).
 //!
 //! Choosing ([`Device::detect`]): `GMPRT_DEVICE=host` forces Host, `GMPRT_DEVICE=cuda` forces
 //! CUDA (an error if there is none), unset/empty/`auto` takes CUDA when
@@ -15,15 +21,20 @@ use crate::backend::{Backend, Job, PhaseTimes, Phases};
 use crate::cuda::CudaBackend;
 use crate::error::OffloadError;
 use crate::host::HostBackend;
+use crate::model::DeviceProfile;
+use crate::sim::{paced, SimBackend};
 use gmprt_kernels::black_scholes::{self, Contract};
 use gmprt_kernels::{monte_carlo, sgemm, KernelError};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-/// The environment variable that forces a device: `host`, `cuda` or `auto`.
+/// The environment variable that forces a device: `host`, `cuda`, `simulated` or `auto`.
 pub const DEVICE_ENV: &str = "GMPRT_DEVICE";
+/// With `GMPRT_DEVICE=simulated`: the path of a JSON [`DeviceProfile`] to simulate (default:
+/// [`DeviceProfile::published_h100`]).
+pub const PROFILE_ENV: &str = "GMPRT_PROFILE";
 
 /// Which kind of device a [`Device`] is.
 #[non_exhaustive]
@@ -33,14 +44,17 @@ pub enum DeviceKind {
     Host,
     /// A CUDA GPU ([`CudaBackend`]).
     Cuda,
+    /// A GPU simulated from a profile ([`SimBackend`]): CPU compute, profile-paced phases.
+    Simulated,
 }
 
 impl DeviceKind {
-    /// `"host"` or `"cuda"`, as `GMPRT_DEVICE` spells it.
+    /// `"host"`, `"cuda"` or `"simulated"`, as `GMPRT_DEVICE` spells it.
     pub fn name(self) -> &'static str {
         match self {
             DeviceKind::Host => "host",
             DeviceKind::Cuda => "cuda",
+            DeviceKind::Simulated => "simulated",
         }
     }
 }
@@ -54,6 +68,7 @@ impl fmt::Display for DeviceKind {
 enum Inner {
     Host(HostBackend),
     Cuda(CudaBackend),
+    Sim(Box<SimBackend>),
 }
 
 /// A device to offload to. Cheap to clone (an `Arc` inside); every clone is the same device.
@@ -97,22 +112,37 @@ impl Device {
             Ok(v) => Device::from_choice(Some(&v)),
             Err(std::env::VarError::NotPresent) => Device::from_choice(None),
             Err(std::env::VarError::NotUnicode(v)) => Err(OffloadError::Config(format!(
-                "{DEVICE_ENV} must be `host`, `cuda` or `auto` (unset means auto); got a non-UTF-8 value {v:?}"
+                "{DEVICE_ENV} must be `host`, `cuda`, `simulated` or `auto` (unset means auto); got a non-UTF-8 value {v:?}"
             ))),
         }
     }
 
     /// As [`Device::detect`] with the value of `GMPRT_DEVICE` given: `None`, `""` or `"auto"`
-    /// detect, `"host"` forces Host, `"cuda"` forces CUDA device 0 (case and surrounding
-    /// spaces ignored). Anything else is `Err(Config)` naming the accepted values.
+    /// detect, `"host"` forces Host, `"cuda"` forces CUDA device 0, `"simulated"` simulates
+    /// the profile at `GMPRT_PROFILE` (a JSON file; `Err` naming the path if it cannot be
+    /// loaded) or else the published H100 (case and surrounding spaces ignored). Anything
+    /// else is `Err(Config)` naming the accepted values.
     pub fn from_choice(choice: Option<&str>) -> Result<Device, OffloadError> {
         let choice = choice.map(|c| c.trim().to_ascii_lowercase());
         match choice.as_deref() {
             None | Some("") | Some("auto") => Ok(Device::auto()),
             Some("host") => Ok(Device::host_because(Some(format!("{DEVICE_ENV}=host")))),
             Some("cuda") => Device::cuda(0),
+            Some("simulated") => match std::env::var_os(PROFILE_ENV) {
+                Some(path) if !path.is_empty() => {
+                    let path = std::path::PathBuf::from(path);
+                    let profile = DeviceProfile::load(&path).map_err(|e| {
+                        OffloadError::Config(format!(
+                            "{DEVICE_ENV}=simulated: cannot load the profile {PROFILE_ENV}={}: {e}",
+                            path.display()
+                        ))
+                    })?;
+                    Ok(Device::simulated(profile))
+                }
+                _ => Ok(Device::simulated(DeviceProfile::published_h100())),
+            },
             Some(other) => Err(OffloadError::Config(format!(
-                "{DEVICE_ENV} must be `host`, `cuda` or `auto` (unset means auto); got `{other}`"
+                "{DEVICE_ENV} must be `host`, `cuda`, `simulated` or `auto` (unset means auto); got `{other}`"
             ))),
         }
     }
@@ -138,6 +168,21 @@ impl Device {
         Device { inner: Arc::new(Inner::Host(HostBackend::new(reason))) }
     }
 
+    /// A GPU simulated from `profile` (see [`crate::sim`]): computes on the CPU, paces every
+    /// phase to the profile's prediction, and says `simulated from <profile label>` in
+    /// [`Device::describe`].
+    pub fn simulated(profile: DeviceProfile) -> Device {
+        Device { inner: Arc::new(Inner::Sim(Box::new(SimBackend::new(profile)))) }
+    }
+
+    /// The simulated backend, when this is a simulated device.
+    pub fn sim_backend(&self) -> Option<&SimBackend> {
+        match &*self.inner {
+            Inner::Sim(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// CUDA device `ordinal`: [`probe`](crate::cuda::probe) then [`CudaBackend::new`].
     /// `Err(NoDevice)` with the reason when the probe fails; the backend's error when opening
     /// fails. Never panics.
@@ -149,30 +194,31 @@ impl Device {
         Ok(Device { inner: Arc::new(Inner::Cuda(backend)) })
     }
 
-    /// Host or Cuda.
+    /// Host, Cuda or Simulated.
     pub fn kind(&self) -> DeviceKind {
         match &*self.inner {
             Inner::Host(_) => DeviceKind::Host,
             Inner::Cuda(_) => DeviceKind::Cuda,
+            Inner::Sim(_) => DeviceKind::Simulated,
         }
     }
 
-    /// `"host"` or `"cuda"`.
+    /// `"host"`, `"cuda"` or `"simulated"`.
     pub fn kind_name(&self) -> &'static str {
         self.kind().name()
     }
 
     /// Why this is the Host device (e.g. `no CUDA: no libcuda.so`, `GMPRT_DEVICE=host`);
-    /// `None` for CUDA or a Host chosen with [`Device::host`].
+    /// `None` for CUDA, a simulated device, or a Host chosen with [`Device::host`].
     pub fn reason(&self) -> Option<&str> {
         match &*self.inner {
             Inner::Host(h) => h.reason(),
-            Inner::Cuda(_) => None,
+            Inner::Cuda(_) | Inner::Sim(_) => None,
         }
     }
 
     /// One line naming the device, e.g. `host (2 threads; no CUDA: no libcuda.so)` or
-    /// `cuda:0 NVIDIA H200 (...)`.
+    /// `cuda:0 NVIDIA H200 (...)`, or `simulated from <profile label> (...)`.
     pub fn describe(&self) -> String {
         self.backend().describe()
     }
@@ -182,6 +228,7 @@ impl Device {
         match &*self.inner {
             Inner::Host(h) => h,
             Inner::Cuda(c) => c,
+            Inner::Sim(s) => &**s,
         }
     }
 
@@ -189,7 +236,7 @@ impl Device {
     pub fn cuda_backend(&self) -> Option<&CudaBackend> {
         match &*self.inner {
             Inner::Cuda(c) => Some(c),
-            Inner::Host(_) => None,
+            Inner::Host(_) | Inner::Sim(_) => None,
         }
     }
 
@@ -229,7 +276,9 @@ impl Device {
 
     /// C = A·B, row-major (A m×k, B k×n, C m×n). Host: the GEMM crate
     /// ([`sgemm::sgemm_crate`]) on all host threads, timed as `kernel`; CUDA: cuBLAS with
-    /// event-timed H2D, kernel and D2H.
+    /// event-timed H2D, kernel and D2H; simulated: as Host, with H2D (`4(mk + kn)` bytes),
+    /// kernel (`2mnk` flops of the profile's `sgemm`) and D2H (`4mn` bytes) paced by the
+    /// profile.
     pub fn sgemm(
         &self,
         m: usize,
@@ -247,12 +296,24 @@ impl Device {
                 sgemm::sgemm_crate(m, n, k, a, b, c, h.threads())?;
                 Ok(PhaseTimes { kernel: t.elapsed(), ..PhaseTimes::default() })
             }
+            Inner::Sim(s) => {
+                sgemm::check_shapes(m, n, k, a.len(), b.len(), c.len())?;
+                let threads = crate::host::host_threads();
+                let ((), h2d) = paced(s.h2d_time(4.0 * (m * k + k * n) as f64), || ());
+                let flops = 2.0 * m as f64 * n as f64 * k as f64;
+                let predicted = s.kernel_time("sgemm", flops).unwrap_or(Duration::ZERO);
+                let (r, kernel) = paced(predicted, || sgemm::sgemm_crate(m, n, k, a, b, c, threads));
+                r?;
+                let ((), d2h) = paced(s.d2h_time(4.0 * (m * n) as f64), || ());
+                Ok(PhaseTimes { h2d, kernel, d2h })
+            }
         }
     }
 
     /// π hits over `blocks` Philox blocks from `seed` (the same count as
     /// `monte_carlo::pi_hits(seed, 0, blocks)`), with the kernel's time. Host: the blocks are
-    /// split over all host threads.
+    /// split over all host threads; simulated: as Host, the kernel paced by the profile's
+    /// `monte_carlo` at `4 · blocks` paths (no transfers: the result is one word).
     pub fn pi_hits(&self, seed: u64, blocks: u64) -> Result<(u64, PhaseTimes), OffloadError> {
         match &*self.inner {
             Inner::Cuda(cuda) => cuda.pi_hits(seed, blocks),
@@ -265,13 +326,25 @@ impl Device {
                 .sum();
                 Ok((hits, PhaseTimes { kernel: t.elapsed(), ..PhaseTimes::default() }))
             }
+            Inner::Sim(s) => {
+                let predicted = s.kernel_time("monte_carlo", 4.0 * blocks as f64).unwrap_or(Duration::ZERO);
+                let (hits, kernel) = paced(predicted, || {
+                    split_blocks(blocks, crate::host::host_threads(), |first, count| {
+                        monte_carlo::pi_hits(seed, first, count)
+                    })
+                    .into_iter()
+                    .sum()
+                });
+                Ok((hits, PhaseTimes { kernel, ..PhaseTimes::default() }))
+            }
         }
     }
 
     /// Sums of discounted payoffs and of their squares over the `4 * blocks` paths of
     /// `blocks` Philox blocks from `seed` (as `monte_carlo::option_paths_sum(seed, contract,
     /// 0, blocks)`; Host splits the blocks over all host threads and adds the parts in block
-    /// order), with the kernel's time. The contract is validated first.
+    /// order; simulated: as Host, the kernel paced by the profile's `monte_carlo` at
+    /// `4 · blocks` paths), with the kernel's time. The contract is validated first.
     pub fn option_paths_sum(
         &self,
         seed: u64,
@@ -288,6 +361,16 @@ impl Device {
                 });
                 let sums = parts.into_iter().fold((0.0, 0.0), |(s, q), (ps, pq)| (s + ps, q + pq));
                 Ok((sums, PhaseTimes { kernel: t.elapsed(), ..PhaseTimes::default() }))
+            }
+            Inner::Sim(sim) => {
+                let predicted = sim.kernel_time("monte_carlo", 4.0 * blocks as f64).unwrap_or(Duration::ZERO);
+                let (sums, kernel) = paced(predicted, || {
+                    let parts = split_blocks(blocks, crate::host::host_threads(), |first, count| {
+                        monte_carlo::option_paths_sum(seed, contract, first, count)
+                    });
+                    parts.into_iter().fold((0.0, 0.0), |(s, q), (ps, pq)| (s + ps, q + pq))
+                });
+                Ok((sums, PhaseTimes { kernel, ..PhaseTimes::default() }))
             }
         }
     }

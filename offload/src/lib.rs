@@ -1,8 +1,9 @@
 //! gmprt-offload: the explicit path from green tasks to a GPU.
 //!
 //! The runtime never moves a task to a GPU by itself. This crate does it explicitly: a
-//! [`Device`] (CUDA through cudarc, or the Host stand-in), a [`Batcher`] that coalesces many
-//! tasks' `submit(item).await` into one launch per batch, and per-batch timelines. It is built
+//! [`Device`] (CUDA through cudarc, the Host stand-in, or a GPU simulated from a profile), a [`Batcher`] that coalesces many
+//! tasks' `submit(item).await` into one launch per batch (or, by explicit [`Placement`], a
+//! CPU run or a cost-model decision per batch), and per-batch timelines. It is built
 //! on the runtime's public API only.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -18,12 +19,14 @@ pub mod error;
 pub mod host;
 pub mod jobs;
 pub mod model;
+pub mod sim;
 pub mod timeline;
 
 pub use backend::{Backend, Job, PhaseTimes, Phases, Slot};
-pub use batcher::{Batcher, BatcherConfig, Occupancy, Submit};
-pub use device::{Device, DeviceKind};
+pub use batcher::{Batcher, BatcherConfig, Occupancy, Placement, Submit};
+pub use device::{Device, DeviceKind, PROFILE_ENV};
 pub use error::OffloadError;
 pub use host::HostBackend;
 pub use jobs::{BatchKernel, BlackScholes, Saxpy, SmallSgemm};
-pub use timeline::{BatchTimeline, BatcherStats, CloseReason, Report};
+pub use sim::SimBackend;
+pub use timeline::{BatchTimeline, BatcherStats, CloseReason, ModelError, PlacementDecision, Report, Side};

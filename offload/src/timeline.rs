@@ -9,6 +9,14 @@
 //! (its oldest item arrived) at `start - queue_wait`, and its phases follow `start` in the
 //! order staging, h2d, kernel, d2h, scatter. All fields are public so that a trace exporter
 //! can lay batches out on per-slot lanes.
+//!
+//! Placement: each timeline says which side ran the batch ([`Side`]: the device, or
+//! [`Job::run_host`](crate::Job::run_host) on the slot's worker thread for
+//! [`Placement::Cpu`](crate::Placement::Cpu)); a CPU-run batch has zero `h2d`/`d2h`, its
+//! `kernel` is the CPU time, and `launched` is false. Under
+//! [`Placement::Auto`](crate::Placement::Auto) each timeline also carries the cost model's
+//! [`PlacementDecision`] (both predictions and the measured time of the chosen side), and the
+//! [`Report`] summarises decisions per side and the model's relative error.
 use crate::device::DeviceKind;
 use std::collections::VecDeque;
 use std::fmt;
@@ -48,6 +56,66 @@ impl fmt::Display for CloseReason {
     }
 }
 
+/// Which side ran a batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// [`Job::run_host`](crate::Job::run_host) on the slot's worker thread (one core).
+    Cpu,
+    /// The Batcher's device (a GPU, the Host stand-in, or a simulated GPU).
+    Gpu,
+}
+
+impl Side {
+    /// `"cpu"` or `"gpu"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Cpu => "cpu",
+            Side::Gpu => "gpu",
+        }
+    }
+}
+
+impl fmt::Display for Side {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One [`Placement::Auto`](crate::Placement::Auto) decision: what the cost model predicted
+/// for each side, which it chose (the faster prediction), and what the chosen side measured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlacementDecision {
+    /// The batch's sequence number.
+    pub batch: u64,
+    /// Items in the batch.
+    pub n: usize,
+    /// The side that ran it.
+    pub chose: Side,
+    /// Predicted device time end to end (launch + H2D + kernel + D2H, inputs on the host).
+    pub predicted_gpu: Duration,
+    /// Predicted CPU time (on the one core a CPU-placed batch runs on).
+    pub predicted_cpu: Duration,
+    /// Measured time of the chosen side: h2d + kernel + d2h on the device, or the CPU run.
+    pub measured: Duration,
+}
+
+impl PlacementDecision {
+    /// The chosen side's prediction.
+    pub fn predicted(&self) -> Duration {
+        match self.chose {
+            Side::Cpu => self.predicted_cpu,
+            Side::Gpu => self.predicted_gpu,
+        }
+    }
+
+    /// |predicted − measured| / measured for the chosen side (`None` if nothing was
+    /// measured, e.g. the batch failed).
+    pub fn rel_error(&self) -> Option<f64> {
+        let m = self.measured.as_secs_f64();
+        (m > 0.0).then(|| (self.predicted().as_secs_f64() - m).abs() / m)
+    }
+}
+
 /// One batch, from its oldest item's arrival to the wake-up of its tasks.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BatchTimeline {
@@ -84,6 +152,10 @@ pub struct BatchTimeline {
     pub launched: bool,
     /// False when the batch failed (every item got `OffloadError::Batch`).
     pub ok: bool,
+    /// Which side ran it (`Gpu` = the device, also for `Placement::Gpu`).
+    pub placement: Side,
+    /// The cost model's decision, under `Placement::Auto` only.
+    pub predicted: Option<PlacementDecision>,
 }
 
 impl BatchTimeline {
@@ -137,6 +209,12 @@ pub struct BatcherStats {
     pub d2h: Duration,
     /// Sum of scatter times.
     pub scatter: Duration,
+    /// Batches run on the CPU (`Placement::Cpu`, or `Auto` choosing the CPU).
+    pub cpu_batches: u64,
+    /// Batches placed by the cost model (`Placement::Auto`).
+    pub decisions: u64,
+    /// Of those, the ones it sent to the CPU.
+    pub decisions_cpu: u64,
 }
 
 impl BatcherStats {
@@ -172,6 +250,11 @@ impl BatcherStats {
         self.kernel += t.kernel;
         self.d2h += t.d2h;
         self.scatter += t.scatter;
+        self.cpu_batches += u64::from(t.placement == Side::Cpu);
+        if let Some(d) = &t.predicted {
+            self.decisions += 1;
+            self.decisions_cpu += u64::from(d.chose == Side::Cpu);
+        }
     }
 }
 
@@ -222,7 +305,14 @@ impl TimelineLog {
             phase("d2h", s.d2h, |t| t.d2h),
             phase("scatter", s.scatter, |t| t.scatter),
         ];
-        Report { kernel, device, stats: *s, phases, window: self.ring.len() }
+        let mut errors: Vec<f64> = self.ring.iter().filter_map(|t| t.predicted?.rel_error()).collect();
+        errors.sort_unstable_by(f64::total_cmp);
+        let model_error = (!errors.is_empty()).then(|| ModelError {
+            count: errors.len(),
+            median: errors[(errors.len() - 1) / 2],
+            max: errors[errors.len() - 1],
+        });
+        Report { kernel, device, stats: *s, phases, window: self.ring.len(), model_error }
     }
 }
 
@@ -250,6 +340,18 @@ pub struct PhaseSummary {
     pub total: Duration,
 }
 
+/// How far the cost model's predictions were from the measured times of the side it chose,
+/// over the decisions in the retained window: |predicted − measured| / measured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelError {
+    /// Decisions with a measured time in the window.
+    pub count: usize,
+    /// Median relative error (lower median).
+    pub median: f64,
+    /// Largest relative error.
+    pub max: f64,
+}
+
 /// A Batcher's summary: aggregates, per-phase distribution, and which device ran it.
 /// `Display` prints it as a table.
 #[derive(Clone, Debug, PartialEq)]
@@ -264,6 +366,8 @@ pub struct Report {
     pub phases: Vec<PhaseSummary>,
     /// Timelines in the window (≤ [`TIMELINE_CAPACITY`]).
     pub window: usize,
+    /// The cost model's error over the window's `Auto` decisions (`None` without any).
+    pub model_error: Option<ModelError>,
 }
 
 impl Report {
@@ -361,6 +465,32 @@ impl fmt::Display for Report {
                 (1.0 - t) * 100.0
             )?,
             None => writeln!(f, "  device time: none measured yet")?,
+        }
+        if s.cpu_batches > 0 || s.decisions > 0 {
+            writeln!(
+                f,
+                "  placement: {} batches on the CPU (worker thread), {} on the device",
+                s.cpu_batches,
+                s.batches - s.cpu_batches
+            )?;
+        }
+        if s.decisions > 0 {
+            writeln!(
+                f,
+                "  cost-model decisions: {} (cpu {}, gpu {})",
+                s.decisions,
+                s.decisions_cpu,
+                s.decisions - s.decisions_cpu
+            )?;
+        }
+        if let Some(e) = &self.model_error {
+            writeln!(
+                f,
+                "  model error |predicted - measured| / measured over {} decisions: median {:.1}%, max {:.1}%",
+                e.count,
+                e.median * 100.0,
+                e.max * 100.0
+            )?;
         }
         write!(f, "  (count, median and p99 over the last {} batches; totals over all batches)", self.window)
     }

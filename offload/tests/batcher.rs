@@ -111,7 +111,7 @@ impl BatchKernel for Mix {
 }
 
 fn cfg(max_batch: usize, max_delay: Duration, in_flight: usize) -> BatcherConfig {
-    BatcherConfig { max_batch, max_delay, in_flight }
+    BatcherConfig { max_batch, max_delay, in_flight, ..BatcherConfig::default() }
 }
 
 fn rt(procs: usize) -> Runtime {
@@ -445,7 +445,7 @@ fn bad_configs_are_refused() {
         (cfg(8, LONG, 1000), "in_flight"),
         (cfg(8, Duration::from_secs(7200), 2), "max_delay"),
     ] {
-        match Batcher::new(Mix::default(), &d, c) {
+        match Batcher::new(Mix::default(), &d, c.clone()) {
             Err(OffloadError::Config(m)) => assert!(m.contains(what), "{m}"),
             other => panic!("{c:?}: {other:?}"),
         }

@@ -106,7 +106,7 @@ proptest! {
         delay_us in prop_oneof![Just(0u64), Just(50), Just(500)],
         in_flight in 1usize..4,
     ) {
-        let config = BatcherConfig { max_batch, max_delay: Duration::from_micros(delay_us), in_flight };
+        let config = BatcherConfig { max_batch, max_delay: Duration::from_micros(delay_us), in_flight, ..BatcherConfig::default() };
         let b = Batcher::new(Tag, &Device::host(), config).unwrap();
         let b2 = b.clone();
         // Per task: (item, got) for every submit.

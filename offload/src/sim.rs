@@ -1,0 +1,221 @@
+//! [`SimBackend`]: a GPU simulated from a [`DeviceProfile`] — the work is computed on the CPU
+//! (as [`HostBackend`](crate::HostBackend) does), but each phase of a run takes as long as the
+//! profile predicts for it, so that a Batcher, a placement decision or an example can be
+//! exercised against "an H100" (or any profile) on a machine without one.
+//!
+//! # Pacing protocol
+//!
+//! Each phase of [`Slot::run`] (and of the [`Device`](crate::Device) bulk helpers on a
+//! simulated device) does its real work first — a `memcpy` for H2D and D2H,
+//! [`Job::run_host`] on the calling thread for the kernel — and then waits until the phase's
+//! *predicted* duration has elapsed since the phase began (sleep until ~100 µs before the
+//! deadline, then spin). The reported [`PhaseTimes`] are the elapsed times, so they are never
+//! less than the prediction and exceed it only by the wait's wake-up jitter — **or by the real
+//! work itself when the CPU took longer than the profile predicts** (a slow host cannot be
+//! sped up; the real time is reported then, never a made-up shorter one).
+//!
+//! Predictions per phase, for `in_words`/`out_words` words moved and `n` items:
+//! * H2D: `profile.h2d.pinned.eval(4 · in_words)` seconds;
+//! * kernel: `profile.launch_sync + kernel.device.eval(work)`, where `kernel` is the profile's
+//!   [`KernelProfile`] named after the job ([`profile_kernel_name`]) and `work` is
+//!   [`Size::work`] of the batch: `n` for item kernels; for a matrix kernel run through a slot
+//!   (`sgemm_batched`), the flops of `n` square matrices whose side is derived from the output
+//!   words (`2 · n · s³`, `s = √(out_words / n)`: exact for square items, an estimate
+//!   otherwise). A job the profile does not know is not paced: its kernel time is the measured
+//!   CPU time, and [`Backend::describe`] says so;
+//! * D2H: `profile.d2h.pinned.eval(4 · out_words)` seconds.
+//!
+//! Every line [`SimBackend::describe`] produces contains `simulated from <profile label>`.
+use crate::backend::{Backend, Job, PhaseTimes, Phases, Slot};
+use crate::error::OffloadError;
+use crate::model::{DeviceProfile, KernelProfile, Size};
+use gmprt_kernels::KernelError;
+use std::time::{Duration, Instant};
+
+/// The profile kernel a job's [`Job::name`] is paced by: `black_scholes`, `saxpy`,
+/// `monte_carlo` map to themselves; `sgemm`, `small_sgemm` and `sgemm_batched` map to `sgemm`.
+/// Any other name maps to itself (and is paced only if the profile has a kernel of that name).
+pub fn profile_kernel_name(job_name: &str) -> &str {
+    match job_name {
+        "sgemm" | "small_sgemm" | "sgemm_batched" => "sgemm",
+        other => other,
+    }
+}
+
+/// The profile's kernel for `job_name` (via [`profile_kernel_name`]), if it has one.
+pub fn find_kernel<'p>(profile: &'p DeviceProfile, job_name: &str) -> Option<&'p KernelProfile> {
+    let want = profile_kernel_name(job_name);
+    profile.kernels.iter().find(|k| k.name == want)
+}
+
+/// Seconds → `Duration`, clamping negative / non-finite predictions to zero.
+pub(crate) fn secs(s: f64) -> Duration {
+    if s.is_finite() && s > 0.0 {
+        Duration::from_secs_f64(s.min(1e6))
+    } else {
+        Duration::ZERO
+    }
+}
+
+/// Runs `work`, then waits until `predicted` has elapsed since the call began; returns the
+/// work's result and the elapsed time (≥ `predicted`; larger if the work took longer).
+pub(crate) fn paced<T>(predicted: Duration, work: impl FnOnce() -> T) -> (T, Duration) {
+    let start = Instant::now();
+    let out = work();
+    let deadline = start + predicted;
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        let left = deadline - now;
+        if left > Duration::from_micros(200) {
+            std::thread::sleep(left - Duration::from_micros(100));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+    (out, start.elapsed())
+}
+
+/// A GPU simulated from a [`DeviceProfile`]: CPU compute, profile-paced phases (see the
+/// module docs). Holds no threads; slots compute on the thread that runs them.
+#[derive(Clone, Debug)]
+pub struct SimBackend {
+    profile: DeviceProfile,
+}
+
+impl SimBackend {
+    /// A simulated device pacing every phase by `profile`.
+    pub fn new(profile: DeviceProfile) -> SimBackend {
+        SimBackend { profile }
+    }
+
+    /// The profile the phases are paced by.
+    pub fn profile(&self) -> &DeviceProfile {
+        &self.profile
+    }
+
+    /// Predicted H2D time of `bytes` (pinned).
+    pub fn h2d_time(&self, bytes: f64) -> Duration {
+        secs(self.profile.h2d.pinned.eval(bytes))
+    }
+
+    /// Predicted D2H time of `bytes` (pinned).
+    pub fn d2h_time(&self, bytes: f64) -> Duration {
+        secs(self.profile.d2h.pinned.eval(bytes))
+    }
+
+    /// Predicted kernel time (launch + sync included) of `work` units of the profile kernel
+    /// for `job_name`; `None` when the profile has no such kernel.
+    pub fn kernel_time(&self, job_name: &str, work: f64) -> Option<Duration> {
+        find_kernel(&self.profile, job_name).map(|k| secs(self.profile.launch_sync + k.device.eval(work)))
+    }
+
+    /// Work units of a slot run of `job_name` over `n` items writing `out_words` words (see
+    /// the module docs); `None` when the profile has no such kernel.
+    pub fn slot_work(&self, job_name: &str, n: usize, out_words: usize) -> Option<f64> {
+        let k = find_kernel(&self.profile, job_name)?;
+        Some(match k.size {
+            Size::Items { .. } => k.size.work(n as f64),
+            Size::MatrixN => {
+                let per = out_words as f64 / (n.max(1) as f64);
+                2.0 * n as f64 * per.sqrt().powi(3)
+            }
+        })
+    }
+}
+
+impl Backend for SimBackend {
+    fn describe(&self) -> String {
+        let known: Vec<&str> = self.profile.kernels.iter().map(|k| k.name.as_str()).collect();
+        format!(
+            "simulated from {} (CPU compute paced by the profile; kernels paced: {}; any other kernel: \
+             its measured CPU time)",
+            self.profile.label(),
+            if known.is_empty() { "none".to_string() } else { known.join(", ") }
+        )
+    }
+
+    fn new_slot(&self, in_words: usize, out_words: usize) -> Result<Box<dyn Slot>, OffloadError> {
+        Ok(Box::new(SimSlot {
+            sim: self.clone(),
+            staging_in: vec![0; in_words],
+            staging_out: vec![0; out_words],
+            dev_in: vec![0; in_words],
+            dev_out: vec![0; out_words],
+        }))
+    }
+}
+
+/// One simulated stream: staging plus "device" buffers, like a Host slot.
+struct SimSlot {
+    sim: SimBackend,
+    staging_in: Vec<u32>,
+    staging_out: Vec<u32>,
+    dev_in: Vec<u32>,
+    dev_out: Vec<u32>,
+}
+
+impl Slot for SimSlot {
+    fn staging_in(&mut self) -> &mut [u32] {
+        &mut self.staging_in
+    }
+
+    fn staging_out(&self) -> &[u32] {
+        &self.staging_out
+    }
+
+    fn run(
+        &mut self,
+        job: &dyn Job,
+        n: usize,
+        in_words: usize,
+        out_words: usize,
+        phases: Phases,
+    ) -> Result<PhaseTimes, OffloadError> {
+        if in_words > self.dev_in.len() {
+            return Err(KernelError::Shape {
+                what: "input words",
+                expected: self.dev_in.len(),
+                got: in_words,
+            }
+            .into());
+        }
+        if out_words > self.dev_out.len() {
+            return Err(KernelError::Shape {
+                what: "output words",
+                expected: self.dev_out.len(),
+                got: out_words,
+            }
+            .into());
+        }
+        let mut times = PhaseTimes::default();
+        if phases.h2d {
+            let (dev_in, staging_in) = (&mut self.dev_in, &self.staging_in);
+            let ((), t) = paced(self.sim.h2d_time(4.0 * in_words as f64), || {
+                dev_in[..in_words].copy_from_slice(&staging_in[..in_words])
+            });
+            times.h2d = t;
+        }
+        if phases.kernel {
+            let predicted = self
+                .sim
+                .slot_work(job.name(), n, out_words)
+                .and_then(|w| self.sim.kernel_time(job.name(), w))
+                .unwrap_or(Duration::ZERO);
+            let (dev_in, dev_out) = (&self.dev_in, &mut self.dev_out);
+            let (r, t) = paced(predicted, || job.run_host(n, &dev_in[..in_words], &mut dev_out[..out_words]));
+            r.map_err(|msg| OffloadError::Batch { batch: 0, kernel: job.name(), msg })?;
+            times.kernel = t;
+        }
+        if phases.d2h {
+            let (staging_out, dev_out) = (&mut self.staging_out, &self.dev_out);
+            let ((), t) = paced(self.sim.d2h_time(4.0 * out_words as f64), || {
+                staging_out[..out_words].copy_from_slice(&dev_out[..out_words])
+            });
+            times.d2h = t;
+        }
+        Ok(times)
+    }
+}

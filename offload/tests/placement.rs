@@ -1,0 +1,179 @@
+//! Batcher placement: `Cpu` never touches the device, `Gpu` always does, `Auto` follows a
+//! hand-made cost model and logs each decision. The device is a simulated one whose transfers
+//! take at least 2 ms, so a device run cannot hide in the timelines. No sleeps.
+use gmprt_offload::model::{
+    CostModel, CpuFit, DeviceProfile, KernelProfile, LinFit, ProfileSource, Size, TransferProfile,
+};
+use gmprt_offload::runtime::{spawn, Runtime};
+use gmprt_offload::{Batcher, BatcherConfig, Device, OffloadError, Placement, Saxpy, Side};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A profile whose saxpy costs `gpu_per_item` s/item on the device (plus 2 ms transfers and
+/// 0.1 ms launch) and `cpu_per_item` s/item on one P.
+fn profile(gpu_per_item: f64, cpu_per_item: f64) -> DeviceProfile {
+    let transfer = TransferProfile {
+        pinned: LinFit::known(1e-3, 1e-10),
+        pageable: LinFit::known(1e-3, 1e-10),
+        pinned_samples: vec![],
+        pageable_samples: vec![],
+    };
+    DeviceProfile {
+        device: "test GPU".into(),
+        kind: "published".into(),
+        driver: "-".into(),
+        date: "2025-01-01".into(),
+        cpu: "test CPU".into(),
+        procs: 1,
+        source: ProfileSource::Published { citation: "made up for the test".into() },
+        launch_enqueue: 1e-5,
+        launch_sync: 1e-4,
+        h2d: transfer.clone(),
+        d2h: transfer,
+        kernels: vec![KernelProfile {
+            name: "saxpy".into(),
+            unit: "elements".into(),
+            size: Size::Items { in_bytes: 8.0, out_bytes: 4.0, out_fixed: 0.0 },
+            device: LinFit::known(0.0, gpu_per_item),
+            device_samples: vec![],
+            cpu: vec![CpuFit { procs: 1, fit: LinFit::known(0.0, cpu_per_item), samples: vec![] }],
+        }],
+    }
+}
+
+/// Submits saxpy items 0..n from tasks and checks every result.
+fn drive(b: &Batcher<Saxpy>, n: usize) {
+    let rt = Runtime::builder().procs(2).build().unwrap();
+    let b2 = b.clone();
+    let ys: Vec<f32> = rt.block_on(async move {
+        let hs: Vec<_> = (0..n)
+            .map(|i| {
+                let b = b2.clone();
+                spawn(async move { b.submit((i as f32, 1.0)).await })
+            })
+            .collect();
+        let mut ys = Vec::new();
+        for h in hs {
+            ys.push(h.await.unwrap().unwrap());
+        }
+        ys
+    });
+    for (i, y) in ys.iter().enumerate() {
+        assert_eq!(*y, 2.0 * i as f32 + 1.0);
+    }
+}
+
+fn cfg(placement: Placement, model: Option<DeviceProfile>) -> BatcherConfig {
+    BatcherConfig {
+        max_batch: 32,
+        max_delay: Duration::from_micros(200),
+        placement,
+        model: model.map(|p| Arc::new(CostModel::new(p))),
+        ..BatcherConfig::default()
+    }
+}
+
+fn device() -> Device {
+    Device::simulated(profile(1e-9, 1e-9))
+}
+
+#[test]
+fn default_placement_is_the_device() {
+    assert_eq!(BatcherConfig::default().placement, Placement::Gpu);
+    assert!(BatcherConfig::default().model.is_none());
+}
+
+#[test]
+fn cpu_placement_never_touches_the_device() {
+    let b = Batcher::new(Saxpy { a: 2.0 }, &device(), cfg(Placement::Cpu, None)).unwrap();
+    drive(&b, 100);
+    let s = b.stats();
+    assert_eq!((s.items, s.launches, s.bytes_h2d, s.bytes_d2h), (100, 0, 0, 0));
+    assert_eq!(s.cpu_batches, s.batches);
+    for t in b.timelines() {
+        assert_eq!(t.placement, Side::Cpu);
+        assert!(!t.launched && t.ok);
+        assert_eq!((t.h2d, t.d2h), (Duration::ZERO, Duration::ZERO));
+        assert!(t.predicted.is_none());
+    }
+    assert!(b.decisions().is_empty());
+}
+
+#[test]
+fn gpu_placement_always_uses_the_device() {
+    let b = Batcher::new(Saxpy { a: 2.0 }, &device(), cfg(Placement::Gpu, None)).unwrap();
+    drive(&b, 100);
+    let s = b.stats();
+    assert_eq!((s.launches, s.cpu_batches), (s.batches, 0));
+    for t in b.timelines() {
+        assert_eq!(t.placement, Side::Gpu);
+        assert!(t.launched && t.ok);
+        assert!(t.h2d >= Duration::from_millis(1), "{:?}", t.h2d); // paced by the profile
+    }
+}
+
+#[test]
+fn auto_without_a_model_is_a_config_error() {
+    match Batcher::new(Saxpy { a: 2.0 }, &device(), cfg(Placement::Auto, None)) {
+        Err(OffloadError::Config(m)) => assert!(m.contains("model"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(cfg(Placement::Auto, None).validate(), Err(OffloadError::Config(_))));
+}
+
+#[test]
+fn auto_with_a_model_that_lacks_the_kernel_is_a_config_error() {
+    let mut p = profile(1e-9, 1e-9);
+    p.kernels[0].name = "black_scholes".into();
+    match Batcher::new(Saxpy { a: 2.0 }, &device(), cfg(Placement::Auto, Some(p))) {
+        Err(OffloadError::Config(m)) => assert!(m.contains("saxpy"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn auto_picks_the_gpu_when_it_is_hugely_faster() {
+    // Device: 0.1 ms launch + 2 ms transfers + 1 ns/item; CPU: 1 s/item.
+    let p = profile(1e-9, 1.0);
+    let b =
+        Batcher::new(Saxpy { a: 2.0 }, &Device::simulated(p.clone()), cfg(Placement::Auto, Some(p))).unwrap();
+    drive(&b, 64);
+    let ds = b.decisions();
+    assert!(!ds.is_empty());
+    for d in &ds {
+        assert_eq!(d.chose, Side::Gpu);
+        assert!(d.predicted_gpu < d.predicted_cpu);
+        assert!(d.measured >= d.predicted_gpu.mul_f64(0.99), "{d:?}"); // paced ≥ predicted
+    }
+    assert_eq!(b.stats().cpu_batches, 0);
+    let r = b.report().to_string();
+    assert!(r.contains("model error"), "{r}");
+    assert!(r.contains("cost-model decisions"), "{r}");
+}
+
+#[test]
+fn auto_picks_the_cpu_when_the_gpu_is_hugely_slower() {
+    // Device: 1 s/item; CPU: 1 ns/item.
+    let p = profile(1.0, 1e-9);
+    let b =
+        Batcher::new(Saxpy { a: 2.0 }, &Device::simulated(p.clone()), cfg(Placement::Auto, Some(p))).unwrap();
+    drive(&b, 64);
+    let ds = b.decisions();
+    assert!(!ds.is_empty());
+    for d in &ds {
+        assert_eq!(d.chose, Side::Cpu);
+        assert!(d.predicted_cpu < d.predicted_gpu);
+        assert!(d.measured > Duration::ZERO);
+        assert!(d.rel_error().is_some());
+    }
+    let s = b.stats();
+    assert_eq!(
+        (s.launches, s.cpu_batches, s.decisions, s.decisions_cpu),
+        (0, s.batches, s.batches, s.batches)
+    );
+    let r = b.report();
+    let e = r.model_error.expect("model error over the decisions");
+    assert_eq!(e.count, ds.len());
+    assert!(e.max >= e.median);
+    assert!(r.to_string().contains("model error"));
+}
