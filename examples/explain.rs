@@ -1,0 +1,535 @@
+//! Why a kernel runs where it runs: the cost model's per-phase breakdown of one batch (queue
+//! wait, launch, H2D, kernel, D2H, GPU total; the CPU time on each P count), the verdict in
+//! plain words, the crossover batch size n* for host-resident and device-resident data, and an
+//! SVG plot of time against batch size (log-log) with n* marked.
+//!
+//! ```text
+//! cargo run --release --example explain -- --kernel black-scholes --n 1000000
+//!     [--device host|cuda|simulated|<profile.json>] [--resident] [--out docs/img]
+//!     [--calibrate-quick]
+//! cargo run --release --example explain -- --all --device simulated
+//! ```
+//! Kernels: `black-scholes` (n options), `saxpy` (n elements), `sgemm` (n is the matrix side
+//! N), `monte-carlo` (n paths). `--all` explains every kernel at its default n and writes one
+//! plot each. The plot goes to `<out>/explain-<kernel>.svg` (default `docs/img`).
+//!
+//! Where the numbers come from (`--device`):
+//! * `simulated`, or the default when there is no GPU: the shipped profile built from
+//!   published H100 figures — every line that quotes it says "published figures, not
+//!   measured";
+//! * `host`: measured now by `calibrate` on the Host stand-in device;
+//! * `cuda`: measured now by `calibrate` on CUDA device 0 (the default when one is found);
+//!   exit 2 with the reason if there is none;
+//! * a path: a profile saved earlier as JSON (`DeviceProfile::save`).
+//!
+//! Bad flags exit 2 with the reason.
+use gmprt::offload::model::{
+    calibrate, Breakdown, CalibrateOptions, CostModel, Crossover, DeviceProfile, ProfileSource, Residency,
+};
+use gmprt::offload::{Device, DeviceKind};
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::error::Error;
+use std::path::{Path, PathBuf};
+
+mod common;
+use common::{fail, parse_count};
+
+const NAME: &str = "explain";
+
+/// The kernels: the flag spelling, the profile's name, the default n and the plot's x range.
+struct Kernel {
+    flag: &'static str,
+    name: &'static str,
+    default_n: usize,
+    x_range: (f64, f64),
+}
+
+const KERNELS: [Kernel; 4] = [
+    Kernel { flag: "black-scholes", name: "black_scholes", default_n: 1_000_000, x_range: (1e1, 1e9) },
+    Kernel { flag: "saxpy", name: "saxpy", default_n: 1_000_000, x_range: (1e1, 1e9) },
+    Kernel { flag: "sgemm", name: "sgemm", default_n: 1024, x_range: (8.0, 16384.0) },
+    Kernel { flag: "monte-carlo", name: "monte_carlo", default_n: 1_000_000, x_range: (1e2, 1e10) },
+];
+
+fn kernel_flags() -> String {
+    KERNELS.iter().map(|k| k.flag).collect::<Vec<_>>().join(", ")
+}
+
+/// Where the profile comes from.
+enum Source {
+    /// CUDA when found (measured), else the published H100 profile.
+    Auto,
+    Host,
+    Cuda,
+    Simulated,
+    File(PathBuf),
+}
+
+struct Args {
+    kernel: Option<&'static Kernel>,
+    all: bool,
+    n: Option<usize>,
+    source: Source,
+    resident: bool,
+    out: PathBuf,
+    quick: bool,
+}
+
+const USAGE: &str =
+    "usage: explain (--kernel K [--n N] | --all) [--device host|cuda|simulated|<profile.json>] \
+     [--resident] [--out DIR] [--calibrate-quick]";
+
+fn args() -> Args {
+    let mut a = Args {
+        kernel: None,
+        all: false,
+        n: None,
+        source: Source::Auto,
+        resident: false,
+        out: PathBuf::from("docs/img"),
+        quick: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().unwrap_or_else(|| fail(NAME, format!("{flag} needs a value\n{USAGE}")));
+        match flag.as_str() {
+            "--kernel" => {
+                let v = value();
+                let k = KERNELS.iter().find(|k| k.flag == v || k.name == v).unwrap_or_else(|| {
+                    fail(NAME, format!("--kernel: unknown kernel `{v}` (one of {})", kernel_flags()))
+                });
+                a.kernel = Some(k);
+            }
+            "--n" => {
+                let v = value();
+                let n = parse_count(&v).unwrap_or_else(|| fail(NAME, format!("--n: not a count: {v}")));
+                if n == 0 {
+                    fail(NAME, "--n must be at least 1".into());
+                }
+                a.n = Some(n);
+            }
+            "--device" => {
+                let v = value();
+                a.source = match v.as_str() {
+                    "host" => Source::Host,
+                    "cuda" => Source::Cuda,
+                    "simulated" => Source::Simulated,
+                    "auto" => Source::Auto,
+                    p if p.ends_with(".json") || Path::new(p).is_file() => Source::File(PathBuf::from(p)),
+                    other => fail(
+                        NAME,
+                        format!(
+                            "--device: `{other}` is not host, cuda, simulated, auto or an existing profile file"
+                        ),
+                    ),
+                };
+            }
+            "--out" => a.out = PathBuf::from(value()),
+            "--resident" => a.resident = true,
+            "--all" => a.all = true,
+            "--calibrate-quick" => a.quick = true,
+            "--help" | "-h" => {
+                println!("{USAGE}\nkernels: {}", kernel_flags());
+                std::process::exit(0);
+            }
+            _ => fail(NAME, format!("unknown flag {flag}\n{USAGE}")),
+        }
+    }
+    if a.all && (a.kernel.is_some() || a.n.is_some()) {
+        fail(NAME, "--all explains every kernel at its default n; drop --kernel and --n".into());
+    }
+    if !a.all && a.kernel.is_none() {
+        fail(NAME, format!("say which kernel (--kernel {}) or --all\n{USAGE}", kernel_flags()));
+    }
+    if a.quick && matches!(a.source, Source::Simulated | Source::File(_)) {
+        fail(NAME, "--calibrate-quick only applies when calibrating (--device host or cuda)".into());
+    }
+    a
+}
+
+/// Measures a profile on `device`, or exits 2 saying why not.
+fn measure(device: &Device, quick: bool) -> DeviceProfile {
+    let max_procs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    eprintln!(
+        "{NAME}: calibrating on {} (1..{max_procs} Ps{}) ...",
+        device.describe(),
+        if quick { ", quick" } else { "" }
+    );
+    calibrate(device, &CalibrateOptions { max_procs, repeats: 3, quick })
+        .unwrap_or_else(|e| fail(&format!("{NAME}: calibrating on {}", device.describe()), e.to_string()))
+}
+
+/// The profile, and a note on why it was chosen (for the default).
+fn profile(a: &Args) -> (DeviceProfile, Option<String>) {
+    match &a.source {
+        Source::Simulated => (DeviceProfile::published_h100(), None),
+        Source::Host => (measure(&Device::host(), a.quick), None),
+        Source::Cuda => {
+            let d =
+                Device::cuda(0).unwrap_or_else(|e| fail(&format!("{NAME}: --device cuda"), e.to_string()));
+            (measure(&d, a.quick), None)
+        }
+        Source::File(p) => (
+            DeviceProfile::load(p).unwrap_or_else(|e| fail(&format!("{NAME}: --device"), e.to_string())),
+            None,
+        ),
+        Source::Auto => {
+            let d =
+                Device::detect().unwrap_or_else(|e| fail(&format!("{NAME}: GMPRT_DEVICE"), e.to_string()));
+            if d.kind() == DeviceKind::Cuda {
+                (measure(&d, a.quick), Some(format!("a GPU was found ({}); measured it", d.describe())))
+            } else {
+                let why = d.reason().unwrap_or("no GPU").to_string();
+                (
+                    DeviceProfile::published_h100(),
+                    Some(format!("no GPU to measure ({why}); using the published H100 profile")),
+                )
+            }
+        }
+    }
+}
+
+/// The tag every line quoting the profile carries.
+fn tag(p: &DeviceProfile) -> String {
+    match &p.source {
+        ProfileSource::Published { .. } => "published figures, not measured".to_string(),
+        ProfileSource::Measured => format!("measured on {}", p.device),
+    }
+}
+
+/// Seconds with a readable unit.
+fn secs(s: f64) -> String {
+    if s == 0.0 {
+        "0".to_string()
+    } else if s < 1e-6 {
+        format!("{:.1} ns", s * 1e9)
+    } else if s < 1e-3 {
+        format!("{:.1} µs", s * 1e6)
+    } else if s < 1.0 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{s:.2} s")
+    }
+}
+
+/// A size such as `516`, `32768` or `1.5e6`.
+fn size(n: f64) -> String {
+    if n < 10.0 {
+        format!("{}", (n * 10.0).round() / 10.0)
+    } else if n < 1e5 {
+        format!("{n:.0}")
+    } else {
+        let e = n.log10().floor();
+        let m = n / 10f64.powf(e);
+        if (m - m.round()).abs() < 1e-9 {
+            format!("{}e{}", m.round(), e)
+        } else {
+            format!("{m:.2}e{e}")
+        }
+    }
+}
+
+/// `text` cut at spaces into lines of at most `width` characters.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split(' ') {
+        let last = lines.last_mut().expect("never empty");
+        if !last.is_empty() && last.chars().count() + 1 + word.chars().count() > width {
+            lines.push(word.to_string());
+        } else {
+            if !last.is_empty() {
+                last.push(' ');
+            }
+            last.push_str(word);
+        }
+    }
+    lines
+}
+
+/// Seconds for an axis tick: `100 s`, `10 ms`, `1 µs` (no trailing zeros).
+fn tick_secs(s: f64) -> String {
+    let t = secs(s);
+    match t.split_once(' ') {
+        Some((num, unit)) if num.contains('.') => {
+            format!("{} {unit}", num.trim_end_matches('0').trim_end_matches('.'))
+        }
+        _ => t,
+    }
+}
+
+fn residency_name(r: Residency) -> &'static str {
+    match r {
+        Residency::Host => "host-resident (GPU pays H2D + D2H)",
+        Residency::Device => "device-resident (no transfers)",
+    }
+}
+
+fn crossover_words(c: &Crossover, unit: &str) -> String {
+    match c {
+        Crossover::At { n } => format!("the GPU wins from n* = {} {unit} on", size(*n)),
+        Crossover::Always => "the GPU wins at every size, even n = 1".to_string(),
+        Crossover::Never { reason } => format!("the GPU never wins: {reason}"),
+    }
+}
+
+fn print_breakdown(b: &Breakdown, t: &str) {
+    println!("  {:<22} {:>12}", "phase", "time");
+    let rows = [
+        ("queue wait", b.queue_wait),
+        ("launch", b.launch),
+        ("H2D", b.h2d),
+        ("kernel", b.kernel_time),
+        ("D2H", b.d2h),
+        ("GPU total", b.gpu_total),
+    ];
+    for (name, s) in rows {
+        println!("  {name:<22} {:>12}   [{t}]", secs(s));
+    }
+    for (procs, s) in &b.cpu {
+        println!("  {:<22} {:>12}   [{t}]", format!("CPU on {procs} P"), secs(*s));
+    }
+}
+
+/// Explains one kernel at size n: prints the table, verdict and crossovers, writes the plot.
+fn explain(model: &CostModel, k: &Kernel, n: usize, resident: bool, out: &Path) -> Result<PathBuf, String> {
+    let p = &model.profile;
+    let t = tag(p);
+    let kp = p.kernel(k.name).map_err(|e| e.to_string())?;
+    let unit = kp.unit.clone();
+    let chosen = if resident { Residency::Device } else { Residency::Host };
+    let other = if resident { Residency::Host } else { Residency::Device };
+    let b = model.predict(k.name, n as f64, chosen, 0.0).map_err(|e| e.to_string())?;
+    println!();
+    println!("{}: n = {n} {unit}, {} [{t}]", k.flag, residency_name(chosen));
+    print_breakdown(&b, &t);
+    for line in model.explain(&b).lines() {
+        println!("  verdict: {line} [{t}]");
+    }
+    let mut cross = Vec::new();
+    for r in [chosen, other] {
+        let c = model.crossover(k.name, r).map_err(|e| e.to_string())?;
+        println!("  crossover, {}: {} [{t}]", residency_name(r), crossover_words(&c, &unit));
+        cross.push((r, c));
+    }
+    let path = out.join(format!("explain-{}.svg", k.flag));
+    plot(model, k, n as f64, &unit, &cross, &path).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    println!("  plot: {} [{t}]", path.display());
+    Ok(path)
+}
+
+/// `pts` log-spaced points from lo to hi.
+fn log_space(lo: f64, hi: f64, pts: usize) -> Vec<f64> {
+    let (a, b) = (lo.ln(), hi.ln());
+    (0..pts).map(|i| (a + (b - a) * i as f64 / (pts - 1) as f64).exp()).collect()
+}
+
+fn plot(
+    model: &CostModel,
+    k: &Kernel,
+    n: f64,
+    unit: &str,
+    cross: &[(Residency, Crossover)],
+    path: &Path,
+) -> Result<(), Box<dyn Error>> {
+    let p = &model.profile;
+    let kp = p.kernel(k.name)?;
+    // Widen the x range to take in n and every n*.
+    let (mut x0, mut x1) = k.x_range;
+    for x in std::iter::once(n).chain(cross.iter().filter_map(|(_, c)| match c {
+        Crossover::At { n } => Some(*n),
+        _ => None,
+    })) {
+        x0 = x0.min(x / 4.0).max(1.0);
+        x1 = x1.max(x * 4.0);
+    }
+    let xs = log_space(x0, x1, 240);
+    let mut cpu_lines = Vec::new();
+    for c in &kp.cpu {
+        let ys: Vec<(f64, f64)> = xs
+            .iter()
+            .map(|&x| Ok((x, model.cpu_time(k.name, x, c.procs)?)))
+            .collect::<Result<_, Box<dyn Error>>>()?;
+        cpu_lines.push((c.procs, ys));
+    }
+    let gpu = |r: Residency| -> Result<Vec<(f64, f64)>, Box<dyn Error>> {
+        xs.iter().map(|&x| Ok((x, model.predict(k.name, x, r, 0.0)?.gpu_total))).collect()
+    };
+    let gpu_host = gpu(Residency::Host)?;
+    let gpu_dev = gpu(Residency::Device)?;
+    let all_y =
+        cpu_lines.iter().flat_map(|(_, l)| l.iter()).chain(&gpu_host).chain(&gpu_dev).map(|&(_, y)| y);
+    let (mut y0, mut y1) = (f64::INFINITY, 0.0f64);
+    for y in all_y.filter(|y| *y > 0.0 && y.is_finite()) {
+        y0 = y0.min(y);
+        y1 = y1.max(y);
+    }
+    if !(y0.is_finite() && y1 > 0.0) {
+        return Err("the model predicts no positive times to plot".into());
+    }
+    // Room below the lowest line for the n* labels, above the highest for the legend.
+    let (y0, y1) = (y0 / 12.0, y1 * 8.0);
+
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    // The header: title, the profile's label, then one line per residency (n*, or why never).
+    let mut header: Vec<(String, u32, RGBColor)> =
+        vec![(format!("{}: time per batch against batch size ({})", k.flag, tag(p)), 24, BLACK)];
+    for line in wrap(&format!("profile: {}", p.label()), 130) {
+        header.push((line, 15, RGBColor(70, 70, 70)));
+    }
+    for (r, c) in cross {
+        let who = match r {
+            Residency::Host => "GPU with transfers (host-resident)",
+            Residency::Device => "GPU without transfers (device-resident)",
+        };
+        let text = match c {
+            Crossover::At { n } => format!("{who}: wins from n* = {} {unit}", size(*n)),
+            Crossover::Always => format!("{who}: wins at every size"),
+            Crossover::Never { reason } => format!("{who}: never wins — {reason}"),
+        };
+        for line in wrap(&text, 130) {
+            header.push((line, 15, BLACK));
+        }
+    }
+    let header_h: u32 = header.iter().map(|(_, px, _)| px + 8).sum::<u32>() + 16;
+    let root = SVGBackend::new(path, (1100, 680 + header_h)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (top, body) = root.split_vertically(header_h);
+    let mut y = 10;
+    for (line, px, color) in header {
+        top.draw(&Text::new(line, (20, y), ("sans-serif", px).into_font().color(&color)))?;
+        y += px as i32 + 8;
+    }
+
+    let mut chart = ChartBuilder::on(&body)
+        .margin_left(16)
+        .margin_right(30)
+        .margin_bottom(12)
+        .x_label_area_size(56)
+        .y_label_area_size(90)
+        .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc(format!("batch size n ({unit})"))
+        .y_desc("predicted time per batch")
+        .x_label_formatter(&|x| if *x >= 1e4 { format!("{:e}", x) } else { size(*x) })
+        .y_label_formatter(&|y| tick_secs(*y))
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 17))
+        .light_line_style(BLACK.mix(0.04))
+        .bold_line_style(BLACK.mix(0.12))
+        .draw()?;
+
+    let nc = cpu_lines.len().max(1);
+    for (i, (procs, pts)) in cpu_lines.into_iter().enumerate() {
+        // Blues, light (1 P) to dark (all Ps).
+        let light = 0.70 - 0.45 * i as f64 / (nc.max(2) - 1) as f64;
+        let color = HSLColor(0.60, 0.75, light);
+        chart
+            .draw_series(LineSeries::new(pts, color.stroke_width(2)))?
+            .label(format!("CPU, {procs} P"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3)));
+    }
+    let host_color = RGBColor(214, 39, 40);
+    let dev_color = RGBColor(255, 127, 14);
+    chart
+        .draw_series(LineSeries::new(gpu_host, host_color.stroke_width(3)))?
+        .label("GPU with transfers (host-resident)")
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], host_color.stroke_width(3)));
+    chart
+        .draw_series(LineSeries::new(gpu_dev, dev_color.stroke_width(3)))?
+        .label("GPU without transfers (device-resident)")
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], dev_color.stroke_width(3)));
+
+    // n* for each residency, where it exists: a dashed vertical line and its label.
+    let stars: Vec<f64> = cross
+        .iter()
+        .filter_map(|(_, c)| match c {
+            Crossover::At { n } => Some(*n),
+            _ => None,
+        })
+        .collect();
+    for (i, (r, c)) in cross.iter().enumerate() {
+        let Crossover::At { n: star } = c else { continue };
+        let (color, who) = match r {
+            Residency::Host => (host_color, "with transfers"),
+            Residency::Device => (dev_color, "data on device"),
+        };
+        chart.draw_series(DashedLineSeries::new(
+            vec![(*star, y0), (*star, y1)],
+            8,
+            5,
+            color.stroke_width(2),
+        ))?;
+        // In the empty band at the bottom, staggered so the two never overlap; to the left of
+        // the line when it is near the right edge.
+        let y_label = y0 * 10f64.powf(0.45 + 0.5 * i as f64);
+        // Right of the line, except: left of it for the smaller of two n* (so its label does not
+        // cross the other line) when there is room, and left of it near the right edge.
+        let frac = (star / x0).ln() / (x1 / x0).ln();
+        let smaller = stars.iter().any(|s| s > star);
+        let left = frac > 0.75 || (smaller && frac > 0.3);
+        let (text, anchor) = if left {
+            (format!("n* = {} ({who}) ", size(*star)), HPos::Right)
+        } else {
+            (format!(" n* = {} ({who})", size(*star)), HPos::Left)
+        };
+        let style = ("sans-serif", 15).into_font().color(&color).pos(Pos::new(anchor, VPos::Top));
+        chart.draw_series(std::iter::once(Text::new(text, (*star, y_label), style)))?;
+    }
+    // The run's own n, a thin grey line.
+    chart.draw_series(DashedLineSeries::new(
+        vec![(n, y0), (n, y1)],
+        3,
+        4,
+        BLACK.mix(0.45).stroke_width(1),
+    ))?;
+    chart.draw_series(std::iter::once(Text::new(
+        format!(" n = {}", size(n)),
+        (n, y1 / 2.5),
+        ("sans-serif", 14).into_font().color(&BLACK.mix(0.7)),
+    )))?;
+
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .margin(12)
+        .label_font(("sans-serif", 15))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK.mix(0.5))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+fn main() {
+    let a = args();
+    let (profile, why) = profile(&a);
+    let t = tag(&profile);
+    println!("{NAME}: profile {} [{t}]", profile.label());
+    if let Some(why) = why {
+        println!("{NAME}: {why}");
+    }
+    if let ProfileSource::Published { citation } = &profile.source {
+        println!("{NAME}: figures from {citation} [{t}]");
+    }
+    let model = CostModel::new(profile);
+    let todo: Vec<(&Kernel, usize)> = if a.all {
+        KERNELS.iter().map(|k| (k, k.default_n)).collect()
+    } else {
+        let k = a.kernel.expect("checked in args");
+        vec![(k, a.n.unwrap_or(k.default_n))]
+    };
+    let mut failed = false;
+    for (k, n) in todo {
+        if let Err(e) = explain(&model, k, n, a.resident, &a.out) {
+            eprintln!("{NAME}: {}: {e}", k.flag);
+            failed = true;
+        }
+    }
+    if failed {
+        std::process::exit(1);
+    }
+}
