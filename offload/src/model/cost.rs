@@ -1,6 +1,10 @@
 //! [`CostModel`]: per-phase predictions, verdicts and crossovers from a [`DeviceProfile`].
-//! SKELETON.
-use super::profile::DeviceProfile;
+//!
+//! GPU end to end = queue wait + launch (launch + sync of an empty kernel) + H2D (pinned fit,
+//! 0 when resident) + kernel (device fit at the work of n) + D2H (pinned fit, 0 when
+//! resident). CPU = the CPU fit of each P count. The crossover comes from the same linear
+//! fits: in closed form for item kernels, by bisection over N for square matrices.
+use super::profile::{DeviceProfile, KernelProfile, Size};
 use crate::error::OffloadError;
 
 /// Where a batch's inputs and outputs live.
@@ -81,6 +85,10 @@ pub struct CostModel {
     pub profile: DeviceProfile,
 }
 
+/// Largest matrix side the SGEMM crossover search looks at (a 10⁶×10⁶ f32 matrix is 4 TB:
+/// beyond any device, so a crossover above it is "never" in practice).
+const MAX_MATRIX_N: f64 = 1e6;
+
 impl CostModel {
     /// A model over `profile`.
     pub fn new(profile: DeviceProfile) -> CostModel {
@@ -94,22 +102,272 @@ impl CostModel {
         residency: Residency,
         queue_wait: f64,
     ) -> Result<Breakdown, OffloadError> {
-        let _ = (kernel, n, residency, queue_wait);
-        todo!()
+        let k = self.profile.kernel(kernel)?;
+        let (launch, h2d, kernel_time, d2h) = self.gpu_phases(k, n, residency);
+        let gpu_total = queue_wait + launch + h2d + kernel_time + d2h;
+        let cpu: Vec<(usize, f64)> = k.cpu.iter().map(|c| (c.procs, c.fit.eval(k.size.work(n)))).collect();
+        let best = cpu.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1));
+        let verdict = match best {
+            Some((procs, t)) if t <= gpu_total => Verdict::Cpu { procs, speedup: gpu_total / t.max(1e-15) },
+            Some((_, t)) => Verdict::Gpu { speedup: t / gpu_total.max(1e-15) },
+            None => Verdict::Gpu { speedup: f64::INFINITY },
+        };
+        Ok(Breakdown {
+            kernel: k.name.clone(),
+            n,
+            residency,
+            queue_wait,
+            launch,
+            h2d,
+            kernel_time,
+            d2h,
+            gpu_total,
+            cpu,
+            verdict,
+        })
     }
     /// The CPU time of `n` of `kernel` on `procs` Ps (nearest P count in the profile, scaled).
     pub fn cpu_time(&self, kernel: &str, n: f64, procs: usize) -> Result<f64, OffloadError> {
-        let _ = (kernel, n, procs);
-        todo!()
+        let k = self.profile.kernel(kernel)?;
+        let fit = k
+            .cpu
+            .iter()
+            .filter(|c| c.procs <= procs)
+            .max_by_key(|c| c.procs)
+            .or_else(|| k.cpu.iter().min_by_key(|c| c.procs))
+            .ok_or_else(|| OffloadError::Config(format!("kernel `{kernel}` has no CPU fits")))?;
+        Ok(fit.fit.eval(k.size.work(n)))
     }
     /// n* for `kernel` with `residency`, against the best CPU P count, or why never.
     pub fn crossover(&self, kernel: &str, residency: Residency) -> Result<Crossover, OffloadError> {
-        let _ = (kernel, residency);
-        todo!()
+        let k = self.profile.kernel(kernel)?;
+        if k.cpu.is_empty() {
+            return Ok(Crossover::Always);
+        }
+        match k.size {
+            Size::Items { in_bytes, out_bytes, out_fixed } => {
+                Ok(self.items_crossover(k, residency, in_bytes, out_bytes, out_fixed))
+            }
+            Size::MatrixN => Ok(self.matrix_crossover(k, residency)),
+        }
     }
     /// The breakdown and verdict in plain words (a few lines).
     pub fn explain(&self, b: &Breakdown) -> String {
-        let _ = b;
-        todo!()
+        let phases = [
+            ("queue wait", b.queue_wait),
+            ("launch", b.launch),
+            ("H2D", b.h2d),
+            ("kernel", b.kernel_time),
+            ("D2H", b.d2h),
+        ];
+        let (dom, dom_t) =
+            phases.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1)).unwrap_or(("kernel", 0.0));
+        let share = if b.gpu_total > 0.0 { 100.0 * dom_t / b.gpu_total } else { 0.0 };
+        let res = match b.residency {
+            Residency::Host => "inputs on the host",
+            Residency::Device => "data already on the device",
+        };
+        let mut out = format!(
+            "{} n = {} ({res}): GPU {} = launch {} + H2D {} + kernel {} + D2H {} + queue {}; {dom} dominates ({share:.0}%).\n",
+            b.kernel,
+            b.n,
+            secs(b.gpu_total),
+            secs(b.launch),
+            secs(b.h2d),
+            secs(b.kernel_time),
+            secs(b.d2h),
+            secs(b.queue_wait)
+        );
+        let cpu: Vec<String> = b.cpu.iter().map(|(p, t)| format!("{p}P {}", secs(*t))).collect();
+        out += &format!("CPU: {}.\n", cpu.join(", "));
+        out += &match b.verdict {
+            Verdict::Gpu { speedup } => {
+                format!("Verdict: GPU, {speedup:.2}x faster than the best CPU P count.\n")
+            }
+            Verdict::Cpu { procs, speedup } => {
+                format!("Verdict: CPU on {}, {speedup:.2}x faster than the GPU end to end.\n", ps(procs))
+            }
+        };
+        out += &match self.crossover(&b.kernel, b.residency) {
+            Ok(Crossover::At { n }) => format!("Crossover: the GPU wins from n = {n:.0} on."),
+            Ok(Crossover::Always) => "Crossover: the GPU wins at every size.".to_string(),
+            Ok(Crossover::Never { reason }) => format!("Crossover: never — {reason}."),
+            Err(e) => format!("Crossover: unknown ({e})."),
+        };
+        out
+    }
+
+    /// (launch, h2d, kernel, d2h) seconds of one batch of `n`.
+    fn gpu_phases(&self, k: &KernelProfile, n: f64, residency: Residency) -> (f64, f64, f64, f64) {
+        let (h2d, d2h) = match residency {
+            Residency::Device => (0.0, 0.0),
+            Residency::Host => (
+                copy(&self.profile.h2d.pinned, k.size.in_bytes(n)),
+                copy(&self.profile.d2h.pinned, k.size.out_bytes(n)),
+            ),
+        };
+        (self.profile.launch_sync, h2d, k.device.eval(k.size.work(n)), d2h)
+    }
+
+    /// GPU total at n (no queue wait).
+    fn gpu_total(&self, k: &KernelProfile, n: f64, residency: Residency) -> f64 {
+        let (l, h, kt, d) = self.gpu_phases(k, n, residency);
+        l + h + kt + d
+    }
+
+    /// The best CPU time at n.
+    fn best_cpu(k: &KernelProfile, n: f64) -> f64 {
+        k.cpu.iter().map(|c| c.fit.eval(k.size.work(n))).fold(f64::INFINITY, f64::min)
+    }
+
+    /// Closed form for `Items` kernels: GPU(n) = A_g + s_g·n, CPU_p(n) = A_p + s_p·n; the GPU
+    /// beats every P count for n > max_p (A_g − A_p)/(s_p − s_g), if s_g is below every s_p.
+    fn items_crossover(
+        &self,
+        k: &KernelProfile,
+        residency: Residency,
+        in_b: f64,
+        out_b: f64,
+        out_fixed: f64,
+    ) -> Crossover {
+        let p = &self.profile;
+        let (h, d) = (&p.h2d.pinned, &p.d2h.pinned);
+        let moves = residency == Residency::Host;
+        let copy_fixed = if moves {
+            (if in_b > 0.0 { h.intercept } else { 0.0 })
+                + (if out_b + out_fixed > 0.0 { d.intercept + d.slope * out_fixed } else { 0.0 })
+        } else {
+            0.0
+        };
+        let transfer_slope = if moves { in_b * h.slope + out_b * d.slope } else { 0.0 };
+        let s_g = transfer_slope + k.device.slope;
+        let a_g = p.launch_sync + k.device.intercept + copy_fixed;
+        let best = k.cpu.iter().min_by(|a, b| {
+            a.fit.slope.total_cmp(&b.fit.slope).then(a.fit.intercept.total_cmp(&b.fit.intercept))
+        });
+        let Some(best) = best else { return Crossover::Always };
+        if s_g >= best.fit.slope {
+            let unit = k.unit.trim_end_matches('s');
+            let why = if transfer_slope >= best.fit.slope {
+                let bytes = in_b + out_b;
+                let bw = bytes / transfer_slope.max(1e-300);
+                format!(
+                    "PCIe-bound: {bytes:.0} B per {unit} at {} costs {}, more than computing it on {} at {}/s ({})",
+                    rate(bw, "B/s"),
+                    secs(transfer_slope),
+                    ps(best.procs),
+                    rate(1.0 / best.fit.slope, k.unit.as_str()),
+                    secs(best.fit.slope)
+                )
+            } else {
+                format!(
+                    "per {unit} the GPU costs {} (transfers {} + kernel {}), more than {} on {} ({}/s)",
+                    secs(s_g),
+                    secs(transfer_slope),
+                    secs(k.device.slope),
+                    secs(best.fit.slope),
+                    ps(best.procs),
+                    rate(1.0 / best.fit.slope, k.unit.as_str())
+                )
+            };
+            return Crossover::Never { reason: why };
+        }
+        let n_star = k
+            .cpu
+            .iter()
+            .filter(|c| c.fit.slope > s_g)
+            .map(|c| (a_g - c.fit.intercept) / (c.fit.slope - s_g))
+            .fold(f64::NEG_INFINITY, f64::max);
+        if n_star < 1.0 {
+            Crossover::Always
+        } else {
+            Crossover::At { n: n_star.ceil() }
+        }
+    }
+
+    /// Bisection over N for square SGEMM: transfers grow as N², compute as N³, so the GPU
+    /// wins for large N whenever its flop slope is below the best CPU's.
+    fn matrix_crossover(&self, k: &KernelProfile, residency: Residency) -> Crossover {
+        let f = |n: f64| self.gpu_total(k, n, residency) - Self::best_cpu(k, n);
+        if f(1.0) < 0.0 {
+            return Crossover::Always;
+        }
+        let best = k.cpu.iter().min_by(|a, b| a.fit.slope.total_cmp(&b.fit.slope));
+        let best_slope = best.map_or(f64::INFINITY, |c| c.fit.slope);
+        if k.device.slope >= best_slope || f(MAX_MATRIX_N) >= 0.0 {
+            return Crossover::Never {
+                reason: format!(
+                    "the device's SGEMM rate ({}) is not above the CPU's best ({} on {}), or transfers dominate up to N = {MAX_MATRIX_N:.0}",
+                    rate(1.0 / k.device.slope.max(1e-300), "FLOP/s"),
+                    rate(1.0 / best_slope, "FLOP/s"),
+                    ps(best.map_or(0, |c| c.procs))
+                ),
+            };
+        }
+        // f(lo) ≥ 0 > f(hi); the costs are polynomials in N with one sign change here.
+        let (mut lo, mut hi) = (1.0f64, MAX_MATRIX_N);
+        while hi - lo > 0.5 {
+            let mid = 0.5 * (lo + hi);
+            if f(mid) < 0.0 {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        Crossover::At { n: hi.ceil() }
+    }
+}
+
+/// `1 P`, `16 Ps`.
+fn ps(n: usize) -> String {
+    if n == 1 {
+        "1 P".to_string()
+    } else {
+        format!("{n} Ps")
+    }
+}
+
+/// A copy's time: 0 bytes cost nothing (no copy is issued).
+fn copy(fit: &super::fit::LinFit, bytes: f64) -> f64 {
+    if bytes > 0.0 {
+        fit.eval(bytes)
+    } else {
+        0.0
+    }
+}
+
+/// Seconds in a readable unit (ns, µs, ms, s).
+pub(crate) fn secs(t: f64) -> String {
+    let a = t.abs();
+    if a == 0.0 {
+        "0 s".to_string()
+    } else if a < 1e-6 {
+        format!("{:.3} ns", t * 1e9)
+    } else if a < 1e-3 {
+        format!("{:.2} µs", t * 1e6)
+    } else if a < 1.0 {
+        format!("{:.2} ms", t * 1e3)
+    } else {
+        format!("{t:.2} s")
+    }
+}
+
+/// A rate with an SI prefix (`55.0 GB/s`, `4.98 G options`).
+fn rate(x: f64, unit: &str) -> String {
+    let (v, p) = if x >= 1e12 {
+        (x / 1e12, "T")
+    } else if x >= 1e9 {
+        (x / 1e9, "G")
+    } else if x >= 1e6 {
+        (x / 1e6, "M")
+    } else if x >= 1e3 {
+        (x / 1e3, "k")
+    } else {
+        (x, "")
+    };
+    if unit.starts_with("B/") || unit.starts_with("FLOP/s") {
+        format!("{v:.2} {p}{unit}")
+    } else {
+        format!("{v:.2} {p} {unit}")
     }
 }
