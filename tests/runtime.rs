@@ -436,7 +436,7 @@ fn cross_runtime_spawn_and_join() {
         }
         s
     });
-    assert_eq!(sum, (0..200u64).map(|i| i * 10 + 1).sum());
+    assert_eq!(sum, (0..200u64).map(|i| i * 10 + 1).sum::<u64>());
     assert_eq!(a.stats().spawned, 200);
     assert_eq!(b.stats().spawned, 200);
     assert_balanced(&a.stats());
@@ -559,7 +559,7 @@ fn panicking_task_reports_message_and_runtime_keeps_working() {
             }
             s
         });
-        assert_eq!(sum, (0..500u64).sum());
+        assert_eq!(sum, (0..500u64).sum::<u64>());
         let st = rt.stats();
         // Panicked tasks count as completed.
         assert_eq!(st.spawned, 3 + 500 + 10, "{st:?}");
