@@ -22,7 +22,7 @@ use gmprt_kernels::{saxpy, sgemm, InvalidInput, KernelError};
 /// least 1 and at most the Batcher's `max_batch`.
 pub trait BatchKernel: Job + Send + Sync + 'static {
     /// What a task submits.
-    type Item: Send + 'static;
+    type Item: Send + Sync + 'static;
     /// What the task gets back.
     type Output: Send + 'static;
     /// Input words per item (> 0).

@@ -177,3 +177,70 @@ fn auto_picks_the_cpu_when_the_gpu_is_hugely_slower() {
     assert!(e.max >= e.median);
     assert!(r.to_string().contains("model error"));
 }
+
+/// A kernel (y = x + 1) that records which threads ran its chunks.
+struct Where(std::sync::Mutex<std::collections::HashSet<String>>);
+
+impl gmprt_offload::Job for Where {
+    fn name(&self) -> &'static str {
+        "where"
+    }
+    fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
+        let name = std::thread::current().name().unwrap_or("?").to_string();
+        self.0.lock().unwrap().insert(name);
+        for i in 0..n {
+            output[i] = input[i] + 1;
+        }
+        Ok(())
+    }
+    fn launch_cuda(&self, _: &mut gmprt_offload::cuda::LaunchCtx<'_>, _: usize) -> Result<(), OffloadError> {
+        Err(OffloadError::Config("no CUDA version".into()))
+    }
+}
+
+impl gmprt_offload::BatchKernel for Where {
+    type Item = u32;
+    type Output = u32;
+    fn in_words(&self) -> usize {
+        1
+    }
+    fn out_words(&self) -> usize {
+        1
+    }
+    fn validate(&self, _: &u32, _: usize) -> Result<(), OffloadError> {
+        Ok(())
+    }
+    fn stage(&self, items: &[u32], input: &mut [u32]) {
+        input.copy_from_slice(items);
+    }
+    fn gather(&self, _n: usize, output: &[u32], i: usize) -> u32 {
+        output[i]
+    }
+}
+
+#[test]
+fn cpu_placement_runs_on_the_runtimes_ps() {
+    // A Batcher made inside a runtime runs CPU batches as chunks on that runtime's Ps (its Ms
+    // are named "pm-<i>"), never on the slot's worker thread, and keeps the items' order.
+    let rt = Runtime::builder().procs(2).thread_name("pm").build().unwrap();
+    let n = 4096u32;
+    let (b, ys) = rt.block_on(async move {
+        let cfg = BatcherConfig { max_batch: 1024, max_delay: Duration::ZERO, ..cfg(Placement::Cpu, None) };
+        let b = Batcher::new(Where(Default::default()), &Device::host(), cfg).unwrap();
+        let hs: Vec<_> = (0..n)
+            .map(|i| {
+                let b = b.clone();
+                spawn(async move { b.submit(i).await })
+            })
+            .collect();
+        let mut ys = Vec::new();
+        for h in hs {
+            ys.push(h.await.unwrap().unwrap());
+        }
+        (b, ys)
+    });
+    assert!(ys.iter().enumerate().all(|(i, &y)| y == i as u32 + 1), "results out of order");
+    let threads = b.kernel().0.lock().unwrap().clone();
+    assert!(!threads.is_empty() && threads.iter().all(|t| t.starts_with("pm-")), "chunks ran on {threads:?}");
+    assert_eq!(b.stats().launches, 0);
+}

@@ -29,8 +29,8 @@
 //! # Placement
 //!
 //! [`BatcherConfig::placement`] says where each closed batch runs: on the device
-//! ([`Placement::Gpu`], the default), with [`Job::run_host`](crate::Job::run_host) on the slot's
-//! worker thread ([`Placement::Cpu`]: one core, the device untouched), or per batch where the
+//! ([`Placement::Gpu`], the default), on the CPU ([`Placement::Cpu`]: chunks over the runtime's
+//! Ps with `parallel_for`, the device untouched), or per batch where the
 //! configured [`CostModel`] predicts it is faster ([`Placement::Auto`], opt-in). The runtime
 //! itself never moves a task: see [`Placement`]'s module for why. Staging, scatter and every
 //! guarantee below are the same whichever side runs a batch.
@@ -159,12 +159,18 @@ pub struct BatcherConfig {
     pub placement: Placement,
     /// The cost model [`Placement::Auto`] asks (required by `Auto`, ignored otherwise).
     pub model: Option<Arc<CostModel>>,
+    /// The runtime whose Ps run CPU-placed batches. `None`: the runtime [`Batcher::new`] is
+    /// called from, if any; with no runtime at all, CPU batches run on the slot's worker
+    /// thread (one core).
+    pub runtime: Option<gmprt_runtime::Handle>,
 }
 
 impl PartialEq for BatcherConfig {
-    /// Field by field; two models are equal when they are the same `Arc`.
+    /// Field by field; two models are equal when they are the same `Arc`; runtimes compare by
+    /// presence only (a `Handle` has no identity to compare).
     fn eq(&self, other: &Self) -> bool {
-        self.max_batch == other.max_batch
+        self.runtime.is_some() == other.runtime.is_some()
+            && self.max_batch == other.max_batch
             && self.max_delay == other.max_delay
             && self.in_flight == other.in_flight
             && self.placement == other.placement
@@ -185,6 +191,7 @@ impl Default for BatcherConfig {
             in_flight: 2,
             placement: Placement::Gpu,
             model: None,
+            runtime: None,
         }
     }
 }
@@ -278,6 +285,8 @@ struct Shared<K: BatchKernel> {
     rejected_invalid: AtomicU64,
     rejected_closed: AtomicU64,
     log: Mutex<TimelineLog>,
+    /// The runtime whose Ps run CPU-placed batches (see [`BatcherConfig::runtime`]).
+    cpu_rt: Option<gmprt_runtime::Handle>,
 }
 
 struct Central<I, O> {
@@ -367,7 +376,9 @@ impl<K: BatchKernel> Batcher<K> {
         for _ in 0..config.in_flight {
             slots.push(device.backend().new_slot(in_words, out_words)?);
         }
+        let cpu_rt = config.runtime.clone().or_else(gmprt_runtime::Handle::try_current);
         let shared = Arc::new(Shared {
+            cpu_rt,
             kernel,
             device: device.clone(),
             config: config.clone(),
@@ -661,45 +672,74 @@ impl<K: BatchKernel> Shared<K> {
         let (in_words, out_words) = (n * kernel.in_words(), n * kernel.out_words());
         let fail = |msg: String| OffloadError::Batch { batch: seq, kernel: kernel.name(), msg };
 
-        let t_stage = Instant::now();
-        let staged =
-            catch_unwind(AssertUnwindSafe(|| kernel.stage(items, &mut slot.staging_in()[..in_words])));
-        // The items are not needed any more; dropping them here keeps the spare Vec's
-        // capacity for the next batch. A panicking Drop of an item is contained too.
-        // (`clear` sets the length to 0 before dropping, so even then `items` ends empty.)
-        let _ = catch_unwind(AssertUnwindSafe(|| items.clear()));
-        let staging = t_stage.elapsed();
-
+        // Where the batch runs is decided first: a batch for the Ps is staged chunk by chunk
+        // (inside `run_on_ps`), one for the device (or the worker thread) into the slot.
+        let placed = self.place(n);
         let mut launched = false;
         let mut side = Side::Gpu;
         let mut decision: Option<PlacementDecision> = None;
-        let result = match staged {
-            Err(p) => Err(fail(format!("staging panicked: {}", panic_message(&*p)))),
-            Ok(()) => match self.place(n) {
-                Err(msg) => Err(fail(msg)),
-                Ok((chose, predicted)) => {
-                    side = chose;
-                    decision = predicted.map(|(predicted_gpu, predicted_cpu)| PlacementDecision {
-                        batch: seq,
-                        n,
-                        chose,
-                        predicted_gpu,
-                        predicted_cpu,
-                        measured: Duration::ZERO,
-                    });
-                    launched = chose == Side::Gpu;
-                    let ran = catch_unwind(AssertUnwindSafe(|| match chose {
-                        Side::Gpu => slot.run(kernel, n, in_words, out_words, Phases::ALL),
-                        Side::Cpu => run_cpu(kernel, n, &slot.staging_in()[..in_words], cpu_out, out_words),
-                    }));
-                    match ran {
-                        Ok(Ok(times)) => Ok(times),
-                        Ok(Err(OffloadError::Batch { msg, .. })) => Err(fail(msg)),
-                        Ok(Err(e)) => Err(fail(e.to_string())),
-                        Err(p) => Err(fail(format!("the run panicked: {}", panic_message(&*p)))),
+        let mut staging = Duration::ZERO;
+        // Outputs already gathered (the Ps path); otherwise they are gathered from the words.
+        let mut gathered: Option<Vec<K::Output>> = None;
+        let result = match placed {
+            Err(msg) => {
+                let _ = catch_unwind(AssertUnwindSafe(|| items.clear()));
+                Err(fail(msg))
+            }
+            Ok((chose, predicted)) => {
+                side = chose;
+                decision = predicted.map(|(predicted_gpu, predicted_cpu)| PlacementDecision {
+                    batch: seq,
+                    n,
+                    chose,
+                    predicted_gpu,
+                    predicted_cpu,
+                    measured: Duration::ZERO,
+                });
+                launched = chose == Side::Gpu;
+                match (chose, &self.cpu_rt) {
+                    (Side::Cpu, Some(rt)) => {
+                        let ran = catch_unwind(AssertUnwindSafe(|| run_on_ps(kernel, rt, items)));
+                        let _ = catch_unwind(AssertUnwindSafe(|| items.clear()));
+                        match ran {
+                            Ok(Ok((outs, times))) => {
+                                gathered = Some(outs);
+                                Ok(times)
+                            }
+                            Ok(Err(msg)) => Err(fail(msg)),
+                            Err(p) => Err(fail(format!("the CPU run panicked: {}", panic_message(&*p)))),
+                        }
+                    }
+                    _ => {
+                        let t_stage = Instant::now();
+                        let staged = catch_unwind(AssertUnwindSafe(|| {
+                            kernel.stage(items, &mut slot.staging_in()[..in_words])
+                        }));
+                        // The items are not needed any more; dropping them here keeps the spare
+                        // Vec's capacity for the next batch. A panicking Drop of an item is
+                        // contained too (`clear` sets the length to 0 before dropping).
+                        let _ = catch_unwind(AssertUnwindSafe(|| items.clear()));
+                        staging = t_stage.elapsed();
+                        match staged {
+                            Err(p) => Err(fail(format!("staging panicked: {}", panic_message(&*p)))),
+                            Ok(()) => {
+                                let ran = catch_unwind(AssertUnwindSafe(|| match chose {
+                                    Side::Gpu => slot.run(kernel, n, in_words, out_words, Phases::ALL),
+                                    Side::Cpu => {
+                                        run_cpu(kernel, n, &slot.staging_in()[..in_words], cpu_out, out_words)
+                                    }
+                                }));
+                                match ran {
+                                    Ok(Ok(times)) => Ok(times),
+                                    Ok(Err(OffloadError::Batch { msg, .. })) => Err(fail(msg)),
+                                    Ok(Err(e)) => Err(fail(e.to_string())),
+                                    Err(p) => Err(fail(format!("the run panicked: {}", panic_message(&*p)))),
+                                }
+                            }
+                        }
                     }
                 }
-            },
+            }
         };
 
         let t_scatter = Instant::now();
@@ -707,13 +747,20 @@ impl<K: BatchKernel> Shared<K> {
         let times = match result {
             Ok(times) => {
                 let entries = &mut st.entries;
-                let gathered = catch_unwind(AssertUnwindSafe(|| {
-                    let out = match side {
-                        Side::Gpu => &slot.staging_out()[..out_words],
-                        Side::Cpu => &cpu_out[..out_words],
-                    };
-                    for (i, e) in entries.iter_mut().enumerate() {
-                        e.output = Some(kernel.gather(n, out, i));
+                let gathered = catch_unwind(AssertUnwindSafe(|| match gathered {
+                    Some(outs) => {
+                        for (e, o) in entries.iter_mut().zip(outs) {
+                            e.output = Some(o);
+                        }
+                    }
+                    None => {
+                        let out = match side {
+                            Side::Gpu => &slot.staging_out()[..out_words],
+                            Side::Cpu => &cpu_out[..out_words],
+                        };
+                        for (i, e) in entries.iter_mut().enumerate() {
+                            e.output = Some(kernel.gather(n, out, i));
+                        }
                     }
                 }));
                 if let Err(p) = gathered {
@@ -769,7 +816,10 @@ impl<K: BatchKernel> Shared<K> {
             (Placement::Gpu, _) => Ok((Side::Gpu, None)),
             (Placement::Auto, None) => Err("placement Auto without a cost model".into()),
             (Placement::Auto, Some(model)) => {
-                match catch_unwind(AssertUnwindSafe(|| placement::decide(model, self.kernel.name(), n))) {
+                let procs = self.cpu_rt.as_ref().map_or(1, |rt| rt.procs());
+                match catch_unwind(AssertUnwindSafe(|| {
+                    placement::decide(model, self.kernel.name(), n, procs)
+                })) {
                     Ok(Ok((side, gpu, cpu))) => Ok((side, Some((gpu, cpu)))),
                     Ok(Err(e)) => Err(format!("the cost model could not place the batch: {e}")),
                     Err(p) => Err(format!("the cost model panicked: {}", panic_message(&*p))),
@@ -777,6 +827,44 @@ impl<K: BatchKernel> Shared<K> {
             }
         }
     }
+}
+
+/// One chunk of a CPU-placed batch: its first item's index and its outputs (or why it failed).
+type ChunkResult<O> = (usize, Result<Vec<O>, String>);
+
+/// Runs a CPU-placed batch on `rt`'s Ps: `items` cut into about four chunks per P (enough to
+/// balance uneven Ps, few enough that each chunk's fixed cost is small), each chunk staged into
+/// its own words, run with [`Job::run_host`](crate::Job::run_host) and gathered — a small
+/// batch of its own, so any kernel splits without a chunking API. Allocates per chunk, not
+/// per item. Returns the outputs in item order and the wall time as the kernel phase.
+fn run_on_ps<K: BatchKernel>(
+    kernel: &K,
+    rt: &gmprt_runtime::Handle,
+    items: &[K::Item],
+) -> Result<(Vec<K::Output>, crate::PhaseTimes), String> {
+    let n = items.len();
+    let grain = n.div_ceil(4 * rt.procs()).max(1);
+    let done: Mutex<Vec<ChunkResult<K::Output>>> = Mutex::new(Vec::new());
+    let t = Instant::now();
+    rt.parallel_for(n, grain, |r| {
+        let chunk = &items[r.clone()];
+        let m = chunk.len();
+        let mut input = vec![0u32; m * kernel.in_words()];
+        let mut output = vec![0u32; m * kernel.out_words()];
+        kernel.stage(chunk, &mut input);
+        let res = kernel
+            .run_host(m, &input, &mut output)
+            .map(|()| (0..m).map(|i| kernel.gather(m, &output, i)).collect());
+        done.lock().push((r.start, res));
+    });
+    let kernel_time = t.elapsed();
+    let mut chunks = done.into_inner();
+    chunks.sort_unstable_by_key(|(start, _)| *start);
+    let mut outs = Vec::with_capacity(n);
+    for (_, res) in chunks {
+        outs.extend(res?);
+    }
+    Ok((outs, crate::PhaseTimes { kernel: kernel_time, ..Default::default() }))
 }
 
 /// Runs a CPU-placed batch: [`Job::run_host`](crate::Job::run_host) over the staged `input`

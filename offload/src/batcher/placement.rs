@@ -14,33 +14,33 @@
 //!
 //! # What "CPU" means here
 //!
-//! A batch placed on the CPU runs [`Job::run_host`](crate::Job::run_host) over the staged
-//! batch **on the slot's worker thread, i.e. on one core**, outside the runtime's Ps: the
-//! word layout of a batch is the kernel's business, so the Batcher cannot cut a batch into
-//! chunks for `parallel_for` without a chunking API on the kernel (not provided yet). The
-//! model's CPU prediction is therefore taken at one P (`cpu_time(kernel, n, 1)`). Nothing is
-//! copied to or from the device, and the device is not touched at all.
+//! A batch placed on the CPU runs on **the runtime's Ps** when the Batcher has a runtime
+//! (`BatcherConfig::runtime`, else the runtime `Batcher::new` was called from): its items are
+//! cut into chunks (about four per P, for balance), and `parallel_for` runs each chunk as a
+//! small batch of its own — [`stage`](crate::BatchKernel::stage) into chunk-local words,
+//! [`Job::run_host`](crate::Job::run_host), [`gather`](crate::BatchKernel::gather) — so any
+//! kernel splits without knowing it (the word layout stays the kernel's business). Without a
+//! runtime it runs `run_host` over the staged batch on the slot's worker thread (one core).
+//! The model's CPU prediction is taken at that P count. Nothing is copied to or from the
+//! device, and the device is not touched at all.
 use crate::error::OffloadError;
 use crate::model::{CostModel, Residency};
 use crate::sim::{find_kernel, profile_kernel_name, secs};
 use crate::timeline::Side;
 use std::time::Duration;
 
-/// P count a CPU-placed batch runs on (the slot's worker thread).
-pub(super) const CPU_PROCS: usize = 1;
-
 /// Where a [`Batcher`](super::Batcher) runs each batch (see the module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Placement {
-    /// [`Job::run_host`](crate::Job::run_host) on the slot's worker thread (one core); the
-    /// device is never used.
+    /// On the CPU: the runtime's Ps (or the slot's worker thread when the Batcher has no
+    /// runtime); the device is never used.
     Cpu,
     /// The Batcher's device, every batch (the default: the device the programmer chose).
     #[default]
     Gpu,
     /// Per batch, the side the configured [`CostModel`] predicts faster (device end to end
-    /// with inputs on the host, vs the CPU on one core); every decision is logged in the
-    /// timelines. Requires `BatcherConfig::model`.
+    /// with inputs on the host, vs the CPU on the Ps a CPU batch would use); every decision is
+    /// logged in the timelines. Requires `BatcherConfig::model`.
     Auto,
 }
 
@@ -58,16 +58,17 @@ pub(super) fn check_model(model: &CostModel, kernel: &str) -> Result<(), Offload
     )))
 }
 
-/// The model's decision for a batch of `n` of `kernel`: the faster side (ties go to the
-/// device) with the predicted device and CPU times.
+/// The model's decision for a batch of `n` of `kernel` when a CPU batch would run on `procs`
+/// Ps: the faster side (ties go to the device) with the predicted device and CPU times.
 pub(super) fn decide(
     model: &CostModel,
     kernel: &str,
     n: usize,
+    procs: usize,
 ) -> Result<(Side, Duration, Duration), OffloadError> {
     let name = profile_kernel_name(kernel);
     let gpu = model.predict(name, n as f64, Residency::Host, 0.0)?.gpu_total;
-    let cpu = model.cpu_time(name, n as f64, CPU_PROCS)?;
+    let cpu = model.cpu_time(name, n as f64, procs)?;
     let side = if cpu < gpu { Side::Cpu } else { Side::Gpu };
     Ok((side, secs(gpu), secs(cpu)))
 }
