@@ -109,23 +109,21 @@
 //! waits for (`central` for room, the batch lock for `done`), and the party that changes the
 //! condition takes the wakers under that same lock. Nothing a worker waits for depends on a
 //! runtime thread making progress.
-use crate::backend::{Phases, Slot};
-use crate::device::{panic_message, Device};
+use crate::backend::Slot;
+use crate::device::Device;
 use crate::error::OffloadError;
 use crate::jobs::BatchKernel;
 use crate::model::CostModel;
-use crate::timeline::{
-    BatchTimeline, BatcherStats, CloseReason, PlacementDecision, Report, Side, TimelineLog,
-};
+use crate::timeline::{BatchTimeline, BatcherStats, CloseReason, PlacementDecision, Report, TimelineLog};
 
 mod placement;
+mod run;
 mod submit;
 
 use parking_lot::{Condvar, Mutex};
 pub use placement::Placement;
 use std::collections::VecDeque;
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
@@ -654,237 +652,4 @@ impl<K: BatchKernel> Shared<K> {
             self.work.wait(&mut c);
         }
     }
-
-    /// Stages, runs and scatters one taken batch (protocol steps 3 and 4); pushes the item
-    /// futures' wakers to `wake`. Leaves `items` empty.
-    fn run(
-        &self,
-        slot_index: usize,
-        slot: &mut dyn Slot,
-        items: &mut Vec<K::Item>,
-        cpu_out: &mut Vec<u32>,
-        taken: Taken<K::Output>,
-        wake: &mut Vec<Waker>,
-    ) {
-        let kernel = &self.kernel;
-        let seq = taken.shared.seq;
-        let n = items.len();
-        let (in_words, out_words) = (n * kernel.in_words(), n * kernel.out_words());
-        let fail = |msg: String| OffloadError::Batch { batch: seq, kernel: kernel.name(), msg };
-
-        // Where the batch runs is decided first: a batch for the Ps is staged chunk by chunk
-        // (inside `run_on_ps`), one for the device (or the worker thread) into the slot.
-        let placed = self.place(n);
-        let mut launched = false;
-        let mut side = Side::Gpu;
-        let mut decision: Option<PlacementDecision> = None;
-        let mut staging = Duration::ZERO;
-        // Outputs already gathered (the Ps path); otherwise they are gathered from the words.
-        let mut gathered: Option<Vec<K::Output>> = None;
-        let result = match placed {
-            Err(msg) => {
-                let _ = catch_unwind(AssertUnwindSafe(|| items.clear()));
-                Err(fail(msg))
-            }
-            Ok((chose, predicted)) => {
-                side = chose;
-                decision = predicted.map(|(predicted_gpu, predicted_cpu)| PlacementDecision {
-                    batch: seq,
-                    n,
-                    chose,
-                    predicted_gpu,
-                    predicted_cpu,
-                    measured: Duration::ZERO,
-                });
-                launched = chose == Side::Gpu;
-                match (chose, &self.cpu_rt) {
-                    (Side::Cpu, Some(rt)) => {
-                        let ran = catch_unwind(AssertUnwindSafe(|| run_on_ps(kernel, rt, items)));
-                        let _ = catch_unwind(AssertUnwindSafe(|| items.clear()));
-                        match ran {
-                            Ok(Ok((outs, times))) => {
-                                gathered = Some(outs);
-                                Ok(times)
-                            }
-                            Ok(Err(msg)) => Err(fail(msg)),
-                            Err(p) => Err(fail(format!("the CPU run panicked: {}", panic_message(&*p)))),
-                        }
-                    }
-                    _ => {
-                        let t_stage = Instant::now();
-                        let staged = catch_unwind(AssertUnwindSafe(|| {
-                            kernel.stage(items, &mut slot.staging_in()[..in_words])
-                        }));
-                        // The items are not needed any more; dropping them here keeps the spare
-                        // Vec's capacity for the next batch. A panicking Drop of an item is
-                        // contained too (`clear` sets the length to 0 before dropping).
-                        let _ = catch_unwind(AssertUnwindSafe(|| items.clear()));
-                        staging = t_stage.elapsed();
-                        match staged {
-                            Err(p) => Err(fail(format!("staging panicked: {}", panic_message(&*p)))),
-                            Ok(()) => {
-                                let ran = catch_unwind(AssertUnwindSafe(|| match chose {
-                                    Side::Gpu => slot.run(kernel, n, in_words, out_words, Phases::ALL),
-                                    Side::Cpu => {
-                                        run_cpu(kernel, n, &slot.staging_in()[..in_words], cpu_out, out_words)
-                                    }
-                                }));
-                                match ran {
-                                    Ok(Ok(times)) => Ok(times),
-                                    Ok(Err(OffloadError::Batch { msg, .. })) => Err(fail(msg)),
-                                    Ok(Err(e)) => Err(fail(e.to_string())),
-                                    Err(p) => Err(fail(format!("the run panicked: {}", panic_message(&*p)))),
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        };
-
-        let t_scatter = Instant::now();
-        let mut st = taken.shared.state.lock();
-        let times = match result {
-            Ok(times) => {
-                let entries = &mut st.entries;
-                let gathered = catch_unwind(AssertUnwindSafe(|| match gathered {
-                    Some(outs) => {
-                        for (e, o) in entries.iter_mut().zip(outs) {
-                            e.output = Some(o);
-                        }
-                    }
-                    None => {
-                        let out = match side {
-                            Side::Gpu => &slot.staging_out()[..out_words],
-                            Side::Cpu => &cpu_out[..out_words],
-                        };
-                        for (i, e) in entries.iter_mut().enumerate() {
-                            e.output = Some(kernel.gather(n, out, i));
-                        }
-                    }
-                }));
-                if let Err(p) = gathered {
-                    st.failure = Some(fail(format!("gather panicked: {}", panic_message(&*p))));
-                }
-                Some(times)
-            }
-            Err(e) => {
-                st.failure = Some(e);
-                None
-            }
-        };
-        let ok = st.failure.is_none();
-        let scatter = t_scatter.elapsed();
-        let times = times.unwrap_or_default();
-        if let Some(d) = &mut decision {
-            d.measured = times.h2d + times.kernel + times.d2h;
-        }
-        let on_device = side == Side::Gpu && ok;
-        // Record before `done`: once any future of this batch resolves, its timeline is
-        // visible in `stats()`/`timelines()`.
-        self.log.lock().record(BatchTimeline {
-            batch: seq,
-            n,
-            closed_by: taken.reason,
-            start: taken.closed_at.saturating_duration_since(self.created),
-            queue_wait: taken.closed_at.saturating_duration_since(taken.opened),
-            staging,
-            h2d: times.h2d,
-            kernel: times.kernel,
-            d2h: times.d2h,
-            scatter,
-            bytes_h2d: if on_device { (in_words * 4) as u64 } else { 0 },
-            bytes_d2h: if on_device { (out_words * 4) as u64 } else { 0 },
-            device: self.device.kind(),
-            slot: slot_index,
-            launched,
-            ok,
-            placement: side,
-            predicted: decision,
-        });
-        st.done = true;
-        wake.extend(st.entries.iter_mut().filter_map(|e| e.waker.take()));
-    }
-}
-
-impl<K: BatchKernel> Shared<K> {
-    /// Where a batch of `n` runs, with the model's (GPU, CPU) predictions under `Auto`.
-    /// `Err` (failing the batch) if the model cannot price it or panics.
-    fn place(&self, n: usize) -> Result<(Side, Option<(Duration, Duration)>), String> {
-        match (self.config.placement, &self.config.model) {
-            (Placement::Cpu, _) => Ok((Side::Cpu, None)),
-            (Placement::Gpu, _) => Ok((Side::Gpu, None)),
-            (Placement::Auto, None) => Err("placement Auto without a cost model".into()),
-            (Placement::Auto, Some(model)) => {
-                let procs = self.cpu_rt.as_ref().map_or(1, |rt| rt.procs());
-                match catch_unwind(AssertUnwindSafe(|| {
-                    placement::decide(model, self.kernel.name(), n, procs)
-                })) {
-                    Ok(Ok((side, gpu, cpu))) => Ok((side, Some((gpu, cpu)))),
-                    Ok(Err(e)) => Err(format!("the cost model could not place the batch: {e}")),
-                    Err(p) => Err(format!("the cost model panicked: {}", panic_message(&*p))),
-                }
-            }
-        }
-    }
-}
-
-/// One chunk of a CPU-placed batch: its first item's index and its outputs (or why it failed).
-type ChunkResult<O> = (usize, Result<Vec<O>, String>);
-
-/// Runs a CPU-placed batch on `rt`'s Ps: `items` cut into about four chunks per P (enough to
-/// balance uneven Ps, few enough that each chunk's fixed cost is small), each chunk staged into
-/// its own words, run with [`Job::run_host`](crate::Job::run_host) and gathered — a small
-/// batch of its own, so any kernel splits without a chunking API. Allocates per chunk, not
-/// per item. Returns the outputs in item order and the wall time as the kernel phase.
-fn run_on_ps<K: BatchKernel>(
-    kernel: &K,
-    rt: &gmprt_runtime::Handle,
-    items: &[K::Item],
-) -> Result<(Vec<K::Output>, crate::PhaseTimes), String> {
-    let n = items.len();
-    let grain = n.div_ceil(4 * rt.procs()).max(1);
-    let done: Mutex<Vec<ChunkResult<K::Output>>> = Mutex::new(Vec::new());
-    let t = Instant::now();
-    rt.parallel_for(n, grain, |r| {
-        let chunk = &items[r.clone()];
-        let m = chunk.len();
-        let mut input = vec![0u32; m * kernel.in_words()];
-        let mut output = vec![0u32; m * kernel.out_words()];
-        kernel.stage(chunk, &mut input);
-        let res = kernel
-            .run_host(m, &input, &mut output)
-            .map(|()| (0..m).map(|i| kernel.gather(m, &output, i)).collect());
-        done.lock().push((r.start, res));
-    });
-    let kernel_time = t.elapsed();
-    let mut chunks = done.into_inner();
-    chunks.sort_unstable_by_key(|(start, _)| *start);
-    let mut outs = Vec::with_capacity(n);
-    for (_, res) in chunks {
-        outs.extend(res?);
-    }
-    Ok((outs, crate::PhaseTimes { kernel: kernel_time, ..Default::default() }))
-}
-
-/// Runs a CPU-placed batch: [`Job::run_host`](crate::Job::run_host) over the staged `input`
-/// on this (the worker's) thread into `out` (grown to `out_words` on first use), timed as
-/// the kernel phase.
-fn run_cpu<K: BatchKernel>(
-    kernel: &K,
-    n: usize,
-    input: &[u32],
-    out: &mut Vec<u32>,
-    out_words: usize,
-) -> Result<crate::PhaseTimes, OffloadError> {
-    if out.len() < out_words {
-        out.resize(out_words, 0);
-    }
-    let t = Instant::now();
-    kernel.run_host(n, input, &mut out[..out_words]).map_err(|msg| OffloadError::Batch {
-        batch: 0,
-        kernel: kernel.name(),
-        msg,
-    })?;
-    Ok(crate::PhaseTimes { kernel: t.elapsed(), ..Default::default() })
 }
