@@ -74,11 +74,13 @@ struct Args {
     resident: bool,
     out: PathBuf,
     quick: bool,
+    /// Where to save a freshly calibrated profile as JSON.
+    save: Option<PathBuf>,
 }
 
 const USAGE: &str =
     "usage: explain (--kernel K [--n N] | --all) [--device host|cuda|simulated|<profile.json>] \
-     [--resident] [--out DIR] [--calibrate-quick]";
+     [--resident] [--out DIR] [--calibrate-quick] [--save-profile FILE.json]";
 
 fn args() -> Args {
     let mut a = Args {
@@ -89,6 +91,7 @@ fn args() -> Args {
         resident: false,
         out: PathBuf::from("docs/img"),
         quick: false,
+        save: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -129,6 +132,7 @@ fn args() -> Args {
             "--resident" => a.resident = true,
             "--all" => a.all = true,
             "--calibrate-quick" => a.quick = true,
+            "--save-profile" => a.save = Some(PathBuf::from(value())),
             "--help" | "-h" => {
                 println!("{USAGE}\nkernels: {}", kernel_flags());
                 std::process::exit(0);
@@ -507,6 +511,13 @@ fn plot(
 fn main() {
     let a = args();
     let (profile, why) = profile(&a);
+    if let Some(path) = &a.save {
+        if !matches!(a.source, Source::Host | Source::Cuda) {
+            fail(NAME, "--save-profile saves a calibrated profile: use it with --device host or cuda".into());
+        }
+        profile.save(path).unwrap_or_else(|e| fail(&format!("{NAME}: --save-profile"), e.to_string()));
+        println!("{NAME}: profile saved to {} ({})", path.display(), profile.label());
+    }
     let t = tag(&profile);
     println!("{NAME}: profile {} [{t}]", profile.label());
     if let Some(why) = why {
