@@ -95,7 +95,8 @@ impl Plan {
         // larger sizes cannot also match within the ±25% the tests ask for.
         let (copy_hi, bs, mm, mc_hi) = match (opts.quick, cuda) {
             (true, _) => (4 * MI, geometric(16 * KI, MI, 4), vec![32, 64, 128, 192], 4 * MI),
-            (false, false) => (64 * MI, geometric(KI, 4 * MI, 4), vec![64, 128, 256, 512, 1024], 4 * MI),
+            // Full Host: from 16k for the same reason as quick, with twice the points.
+            (false, false) => (64 * MI, geometric(16 * KI, 4 * MI, 2), vec![64, 128, 256, 512, 1024], 4 * MI),
             (false, true) => {
                 (64 * MI, geometric(KI, 4 * MI, 4), vec![64, 128, 256, 512, 1024, 2048, 4096], 64 * MI)
             }
@@ -118,8 +119,8 @@ impl Plan {
             saxpy,
             sgemm: mm,
             // Host Monte Carlo spawns a scoped thread per host thread per call (tens of µs, and
-            // milliseconds when the machine is loaded): quick starts where the paths dominate.
-            mc_paths: geometric(if opts.quick && !cuda { 64 * KI } else { 4 * KI }, mc_hi, 4),
+            // milliseconds when the machine is loaded): Host starts where the paths dominate.
+            mc_paths: geometric(if cuda { 4 * KI } else { 64 * KI }, mc_hi, 4),
             procs,
             reps: if opts.quick { opts.repeats.clamp(1, 5) } else { opts.repeats.max(1) },
         }
