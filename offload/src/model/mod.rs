@@ -1,5 +1,4 @@
-//! The cost model: placement is a cost decision, not a default. SKELETON (issue 5): the
-//! signatures are fixed; the bodies are filled in by the model helper.
+//! The cost model: placement is a cost decision, not a default.
 //!
 //! * [`fit`] — least-squares `t = intercept + slope · x` fits with their raw samples;
 //! * [`profile`] — a [`DeviceProfile`]: what [`calibrate`] measured (or published figures,
