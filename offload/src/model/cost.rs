@@ -85,9 +85,19 @@ pub struct CostModel {
     pub profile: DeviceProfile,
 }
 
-/// Largest matrix side the SGEMM crossover search looks at (a 10⁶×10⁶ f32 matrix is 4 TB:
-/// beyond any device, so a crossover above it is "never" in practice).
+/// Matrix side the SGEMM crossover search starts from (a 10⁶×10⁶ f32 matrix is 4 TB: beyond
+/// any device, and far beyond every regime break, so costs there are on their asymptotes).
 const MAX_MATRIX_N: f64 = 1e6;
+/// Item count the crossover search starts from: 10¹² items is terabytes for every item
+/// kernel, far beyond any cache or regime break, so costs there are on their asymptotes.
+const SEARCH_FROM_ITEMS: f64 = 1e12;
+/// Largest size the crossover search doubles up to (where the asymptote says the GPU wins but
+/// its fixed costs are so large that it has not yet caught up: `Never` in practice).
+const SEARCH_LIMIT: f64 = 1e18;
+/// Ratio between neighbouring sizes of the crossover search's grid: 2^(1/16), 4.4% apart. A
+/// window narrower than that in which the GPU loses (two regime breaks next to each other)
+/// could be stepped over; a window that narrow is well inside the model's ±25% anyway.
+pub const GRID_RATIO: f64 = 1.044_273_782_427_413_8;
 
 impl CostModel {
     /// A model over `profile`.
@@ -139,17 +149,66 @@ impl CostModel {
         Ok(fit.fit.eval(k.size.work(n)))
     }
     /// n* for `kernel` with `residency`, against the best CPU P count, or why never.
+    ///
+    /// One mechanism for every kernel: first the asymptote — beyond every regime break each
+    /// cost grows with the upper regimes' slopes, so if the GPU's cost per unit of work (plus
+    /// its transfers per unit, for item kernels) is not below the best CPU's, it never wins;
+    /// then the largest size at which the GPU does not win, found on a geometric grid (ratio
+    /// [`GRID_RATIO`]) searched downward from a size where the GPU wins and keeps winning, and
+    /// refined by bisection. n* is the next integer above it.
     pub fn crossover(&self, kernel: &str, residency: Residency) -> Result<Crossover, OffloadError> {
         let k = self.profile.kernel(kernel)?;
         if k.cpu.is_empty() {
             return Ok(Crossover::Always);
         }
-        match k.size {
-            Size::Items { in_bytes, out_bytes, out_fixed } => {
-                Ok(self.items_crossover(k, residency, in_bytes, out_bytes, out_fixed))
-            }
-            Size::MatrixN => Ok(self.matrix_crossover(k, residency)),
+        if let Some(reason) = self.never(k, residency) {
+            return Ok(Crossover::Never { reason });
         }
+        // f(n) < 0: the GPU wins at n.
+        let f = |n: f64| self.gpu_total(k, n, residency) - Self::best_cpu(k, n);
+        // An upper end where the GPU wins, beyond every regime break (all costs are then on
+        // their asymptotes, where each CPU's deficit only grows: see `never`).
+        let mut hi = match k.size {
+            Size::Items { .. } => SEARCH_FROM_ITEMS,
+            Size::MatrixN => MAX_MATRIX_N,
+        };
+        while f(hi) >= 0.0 {
+            if hi >= SEARCH_LIMIT {
+                return Ok(Crossover::Never {
+                    reason: format!(
+                        "the GPU's cost per {} is below the CPU's, but its fixed costs are not repaid below n = {SEARCH_LIMIT:e}",
+                        k.unit.trim_end_matches('s')
+                    ),
+                });
+            }
+            hi *= 2.0;
+        }
+        // Walk down the grid to the first size where the GPU does not win.
+        let lo = loop {
+            if hi <= 1.0 {
+                return Ok(Crossover::Always); // f(1) < 0: the GPU wins at every size
+            }
+            let next = (hi / GRID_RATIO).max(1.0);
+            if f(next) >= 0.0 {
+                break next;
+            }
+            hi = next;
+        };
+        // f(lo) ≥ 0 > f(hi), one grid step apart: bisect until the bracket is well under one
+        // unit of n (or at f64's resolution, for huge n), so ceil(hi) is n*.
+        let mut lo = lo;
+        for _ in 0..200 {
+            if hi - lo <= 1e-3 || hi - lo <= hi * 1e-12 {
+                break;
+            }
+            let mid = 0.5 * (lo + hi);
+            if f(mid) < 0.0 {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        Ok(Crossover::At { n: hi.ceil() })
     }
     /// The breakdown and verdict in plain words (a few lines).
     pub fn explain(&self, b: &Breakdown) -> String {
@@ -220,101 +279,61 @@ impl CostModel {
         k.cpu.iter().map(|c| c.fit.eval(k.size.work(n))).fold(f64::INFINITY, f64::min)
     }
 
-    /// Closed form for `Items` kernels: GPU(n) = A_g + s_g·n, CPU_p(n) = A_p + s_p·n; the GPU
-    /// beats every P count for n > max_p (A_g − A_p)/(s_p − s_g), if s_g is below every s_p.
-    fn items_crossover(
-        &self,
-        k: &KernelProfile,
-        residency: Residency,
-        in_b: f64,
-        out_b: f64,
-        out_fixed: f64,
-    ) -> Crossover {
-        let p = &self.profile;
-        let (h, d) = (&p.h2d.pinned, &p.d2h.pinned);
-        let moves = residency == Residency::Host;
-        let copy_fixed = if moves {
-            (if in_b > 0.0 { h.intercept } else { 0.0 })
-                + (if out_b + out_fixed > 0.0 { d.intercept + d.slope * out_fixed } else { 0.0 })
-        } else {
-            0.0
-        };
-        let transfer_slope = if moves { in_b * h.slope + out_b * d.slope } else { 0.0 };
-        let s_g = transfer_slope + k.device.slope;
-        let a_g = p.launch_sync + k.device.intercept + copy_fixed;
+    /// Why the GPU can never win `k` with `residency`, judged on the asymptotes (the upper
+    /// regimes' slopes), or `None` when it wins for large enough sizes.
+    ///
+    /// Item kernels: the GPU's cost per item beyond the breaks is transfers per item + the
+    /// device's slope; if that is not below the best CPU slope, the gap grows with n. SGEMM:
+    /// transfers grow as N², flops as N³, so only the flop rates decide the asymptote.
+    fn never(&self, k: &KernelProfile, residency: Residency) -> Option<String> {
         let best = k.cpu.iter().min_by(|a, b| {
             a.fit.slope.total_cmp(&b.fit.slope).then(a.fit.intercept.total_cmp(&b.fit.intercept))
-        });
-        let Some(best) = best else { return Crossover::Always };
-        if s_g >= best.fit.slope {
-            let unit = k.unit.trim_end_matches('s');
-            let why = if transfer_slope >= best.fit.slope {
-                let bytes = in_b + out_b;
-                let bw = bytes / transfer_slope.max(1e-300);
-                format!(
-                    "PCIe-bound: {bytes:.0} B per {unit} at {} costs {}, more than computing it on {} at {}/s ({})",
-                    rate(bw, "B/s"),
-                    secs(transfer_slope),
-                    ps(best.procs),
-                    rate(1.0 / best.fit.slope, k.unit.as_str()),
-                    secs(best.fit.slope)
-                )
-            } else {
-                format!(
-                    "per {unit} the GPU costs {} (transfers {} + kernel {}), more than {} on {} ({}/s)",
-                    secs(s_g),
-                    secs(transfer_slope),
-                    secs(k.device.slope),
-                    secs(best.fit.slope),
-                    ps(best.procs),
-                    rate(1.0 / best.fit.slope, k.unit.as_str())
-                )
-            };
-            return Crossover::Never { reason: why };
-        }
-        let n_star = k
-            .cpu
-            .iter()
-            .filter(|c| c.fit.slope > s_g)
-            .map(|c| (a_g - c.fit.intercept) / (c.fit.slope - s_g))
-            .fold(f64::NEG_INFINITY, f64::max);
-        if n_star < 1.0 {
-            Crossover::Always
-        } else {
-            Crossover::At { n: n_star.ceil() }
-        }
-    }
-
-    /// Bisection over N for square SGEMM: transfers grow as N², compute as N³, so the GPU
-    /// wins for large N whenever its flop slope is below the best CPU's.
-    fn matrix_crossover(&self, k: &KernelProfile, residency: Residency) -> Crossover {
-        let f = |n: f64| self.gpu_total(k, n, residency) - Self::best_cpu(k, n);
-        if f(1.0) < 0.0 {
-            return Crossover::Always;
-        }
-        let best = k.cpu.iter().min_by(|a, b| a.fit.slope.total_cmp(&b.fit.slope));
-        let best_slope = best.map_or(f64::INFINITY, |c| c.fit.slope);
-        if k.device.slope >= best_slope || f(MAX_MATRIX_N) >= 0.0 {
-            return Crossover::Never {
-                reason: format!(
-                    "the device's SGEMM rate ({}) is not above the CPU's best ({} on {}), or transfers dominate up to N = {MAX_MATRIX_N:.0}",
-                    rate(1.0 / k.device.slope.max(1e-300), "FLOP/s"),
-                    rate(1.0 / best_slope, "FLOP/s"),
-                    ps(best.map_or(0, |c| c.procs))
-                ),
-            };
-        }
-        // f(lo) ≥ 0 > f(hi); the costs are polynomials in N with one sign change here.
-        let (mut lo, mut hi) = (1.0f64, MAX_MATRIX_N);
-        while hi - lo > 0.5 {
-            let mid = 0.5 * (lo + hi);
-            if f(mid) < 0.0 {
-                hi = mid;
-            } else {
-                lo = mid;
+        })?;
+        let unit = k.unit.trim_end_matches('s');
+        match k.size {
+            Size::Items { in_bytes, out_bytes, .. } => {
+                let p = &self.profile;
+                let transfer_slope = match residency {
+                    Residency::Host => in_bytes * p.h2d.pinned.slope + out_bytes * p.d2h.pinned.slope,
+                    Residency::Device => 0.0,
+                };
+                let s_g = transfer_slope + k.device.slope;
+                if s_g < best.fit.slope {
+                    return None;
+                }
+                Some(if transfer_slope >= best.fit.slope {
+                    let bytes = in_bytes + out_bytes;
+                    let bw = bytes / transfer_slope.max(1e-300);
+                    // The Host device's "transfers" are memcpys between host buffers.
+                    let link = if p.kind == "host" { "copy-bound (host memcpy)" } else { "PCIe-bound" };
+                    format!(
+                        "{link}: {bytes:.0} B per {unit} at {} costs {}, more than computing it on {} at {}/s ({})",
+                        rate(bw, "B/s"),
+                        secs(transfer_slope),
+                        ps(best.procs),
+                        rate(1.0 / best.fit.slope, k.unit.as_str()),
+                        secs(best.fit.slope)
+                    )
+                } else {
+                    format!(
+                        "per {unit} the GPU costs {} (transfers {} + kernel {}), more than {} on {} ({}/s)",
+                        secs(s_g),
+                        secs(transfer_slope),
+                        secs(k.device.slope),
+                        secs(best.fit.slope),
+                        ps(best.procs),
+                        rate(1.0 / best.fit.slope, k.unit.as_str())
+                    )
+                })
             }
+            Size::MatrixN if k.device.slope < best.fit.slope => None,
+            Size::MatrixN => Some(format!(
+                "the device's SGEMM rate ({}) is not above the CPU's best ({} on {})",
+                rate(1.0 / k.device.slope.max(1e-300), "FLOP/s"),
+                rate(1.0 / best.fit.slope, "FLOP/s"),
+                ps(best.procs)
+            )),
         }
-        Crossover::At { n: hi.ceil() }
     }
 }
 

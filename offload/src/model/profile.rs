@@ -179,6 +179,26 @@ impl DeviceProfile {
     pub fn published_h200() -> DeviceProfile {
         DeviceProfile::from_json(H200_JSON).expect("offload/profiles/h200-published.json is valid")
     }
+    /// Refits every fit of a measured profile from its raw samples with the current
+    /// [`LinFit::fit`] (after the fitting procedure changes, a recorded profile need not be
+    /// measured again). Fits without samples (published figures) are left as they are.
+    pub fn refit(&mut self) {
+        let refit = |fit: &mut LinFit, samples: &[Sample]| {
+            if !samples.is_empty() {
+                *fit = LinFit::fit(samples);
+            }
+        };
+        for t in [&mut self.h2d, &mut self.d2h] {
+            refit(&mut t.pinned, &t.pinned_samples);
+            refit(&mut t.pageable, &t.pageable_samples);
+        }
+        for k in &mut self.kernels {
+            refit(&mut k.device, &k.device_samples);
+            for c in &mut k.cpu {
+                refit(&mut c.fit, &c.samples);
+            }
+        }
+    }
     /// One line naming the profile: device, source, date, CPU and procs.
     pub fn label(&self) -> String {
         let source = match &self.source {
