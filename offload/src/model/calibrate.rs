@@ -25,9 +25,10 @@ use crate::error::OffloadError;
 use crate::jobs::{BlackScholes, Saxpy};
 use gmprt_kernels::black_scholes::{self, BsBatch, BsIn, BsOut, Contract};
 use gmprt_kernels::{monte_carlo, saxpy, sgemm};
-use gmprt_runtime::{Handle, Runtime};
+use gmprt_runtime::{yield_now, Handle, Runtime};
 use parking_lot::Mutex;
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How much to measure.
@@ -88,39 +89,50 @@ impl Plan {
         }
         const KI: usize = 1024;
         const MI: usize = 1024 * 1024;
-        // Quick: sizes up to a few million items (milliseconds on one core), enough for the
-        // slope; full: up to the sizes the issue asks for (4M options, 64 MiB copies). Quick
-        // Black-Scholes starts at 16k: below, a multi-P `parallel_for` is mostly its fork/join
-        // latency (20-70 µs on a loaded 2-core VM, varying run to run), which a line through
-        // larger sizes cannot also match within the ±25% the tests ask for.
-        let (copy_hi, bs, mm, mc_hi) = match (opts.quick, cuda) {
-            (true, _) => (4 * MI, geometric(16 * KI, MI, 4), vec![32, 64, 128, 192], 4 * MI),
-            // Full Host: from 16k for the same reason as quick, with twice the points.
-            (false, false) => (64 * MI, geometric(16 * KI, 4 * MI, 2), vec![64, 128, 256, 512, 1024], 4 * MI),
-            (false, true) => {
-                (64 * MI, geometric(KI, 4 * MI, 4), vec![64, 128, 256, 512, 1024, 2048, 4096], 64 * MI)
-            }
-        };
-        // SAXPY on a CPU runs at cache speed while x, y and the output fit in L2 (12 B per
-        // element; 256k elements = 3 MiB still half fits a 2 MiB L2) and at L3/DRAM speed
-        // beyond, 2-4x slower per element (measured on the dev VM: 0.13 ns at 1k-64k,
-        // 0.34 ns at 256k, 0.55 ns from 1M on): no single line covers both. Host fits
-        // therefore start at 1M elements,
-        // the bandwidth-bound regime that batch decisions are about (smaller batches are
-        // over-estimated, i.e. the model is conservative there); a GPU has no such step.
-        let saxpy = match (opts.quick, cuda) {
-            (_, true) => geometric(KI, 16 * MI, 4),
-            (true, false) => geometric(MI, 8 * MI, 2),
-            (false, false) => geometric(MI, 16 * MI, 2),
+        // Quick: sizes up to a few million items (milliseconds on one core), enough for both
+        // regimes; full: up to the sizes the issue asks for (4M options, 64 MiB copies). Host
+        // item kernels start at 8k, just below the 10k from which the model is held to ±25%:
+        // below that a multi-P `parallel_for` is mostly its fork/join latency (20-70 µs on a
+        // loaded 2-core VM, varying run to run). Points are a factor 2 apart on Host so that
+        // each regime (in cache, from DRAM: see `fit`) gets several, and SAXPY — whose two
+        // regimes differ most (0.13 ns per element up to 64k elements, 0.55 ns from 1M on, on
+        // the dev VM) — spans both.
+        let (copy_hi, bs, mm, mc, saxpy) = match (opts.quick, cuda) {
+            (true, false) => (
+                4 * MI,
+                geometric(8 * KI, MI, 2),
+                vec![32, 48, 64, 96, 128, 192, 256],
+                geometric(16 * KI, 4 * MI, 2),
+                geometric(8 * KI, 8 * MI, 2),
+            ),
+            // Full Host: copies and SAXPY go a factor 2 past the size where the dev VM's
+            // last-level cache gives out (64 MiB copies, 16M SAXPY elements = 192 MiB), so
+            // that the DRAM regime has the two samples a fit needs.
+            (false, false) => (
+                128 * MI,
+                geometric(8 * KI, 4 * MI, 2),
+                vec![64, 96, 128, 192, 256, 384, 512, 768, 1024],
+                geometric(16 * KI, 4 * MI, 2),
+                geometric(8 * KI, 32 * MI, 2),
+            ),
+            (_, true) => (
+                64 * MI,
+                geometric(KI, 4 * MI, 4),
+                vec![64, 128, 256, 512, 1024, 2048, 4096],
+                geometric(4 * KI, 64 * MI, 4),
+                geometric(KI, 16 * MI, 4),
+            ),
         };
         Plan {
-            copy_bytes: geometric(4 * KI, copy_hi, 4),
+            // Host copies change speed at each cache level: points a factor 2 apart give each
+            // level several; a GPU's PCIe copies have one regime, ×4 is enough there.
+            copy_bytes: geometric(4 * KI, copy_hi, if cuda { 4 } else { 2 }),
             bs,
             saxpy,
             sgemm: mm,
             // Host Monte Carlo spawns a scoped thread per host thread per call (tens of µs, and
-            // milliseconds when the machine is loaded): Host starts where the paths dominate.
-            mc_paths: geometric(if cuda { 4 * KI } else { 64 * KI }, mc_hi, 4),
+            // milliseconds when the machine is loaded): Host starts at 16k paths (~100 µs).
+            mc_paths: mc,
             procs,
             reps: if opts.quick { opts.repeats.clamp(1, 5) } else { opts.repeats.max(1) },
         }
@@ -133,18 +145,66 @@ impl Plan {
 /// scheduler hiccup on a loaded machine, a median of 51 much less so.
 fn median(reps: usize, mut f: impl FnMut() -> Result<Duration, OffloadError>) -> Result<f64, OffloadError> {
     let warm = f()?.as_secs_f64();
-    let extra = if warm > 0.0 { (POINT_BUDGET / warm) as usize } else { MAX_REPS };
-    let reps = reps.max(1).max(extra.min(MAX_REPS) | 1); // odd: the median is a sample
-    let mut v = (0..reps).map(|_| f().map(|d| d.as_secs_f64())).collect::<Result<Vec<f64>, _>>()?;
-    v.sort_by(f64::total_cmp);
-    Ok(v[v.len() / 2])
+    let v = (0..calls(reps, warm)).map(|_| f().map(|d| d.as_secs_f64())).collect::<Result<Vec<f64>, _>>()?;
+    Ok(middle(v))
 }
+
+/// How many timed calls [`median`] makes after a warm-up call that took `warm` seconds: at
+/// least `reps`, more for short calls (up to [`MAX_REPS`]), always odd so the median is a
+/// sample.
+fn calls(reps: usize, warm: f64) -> usize {
+    let extra = if warm > 0.0 { (POINT_BUDGET / warm) as usize } else { MAX_REPS };
+    reps.max(1).max(extra.min(MAX_REPS) | 1)
+}
+
+/// The median of `v` (non-empty).
+fn middle(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Measures every size of a series [`PASSES`] times, one pass over all the sizes after the
+/// other, and keeps per size the median of its passes: `point(n)` gives `K` figures for size
+/// `n` (each usually a [`median`] itself).
+///
+/// Why passes: the shared VM's speed drifts by up to 40% over seconds (the same Black-Scholes
+/// kernel, same process, timed 3.4 and 5.1 ns per option a few seconds apart), and a series
+/// measured in one sweep turns such an episode into a false "regime" over the sizes it
+/// covered. Spread over passes, an episode spoils one pass of a size, which the median drops.
+fn passes<const K: usize>(
+    sizes: &[usize],
+    mut point: impl FnMut(usize) -> Result<[f64; K], OffloadError>,
+) -> Result<Vec<[f64; K]>, OffloadError> {
+    let mut runs: Vec<Vec<[f64; K]>> = vec![Vec::with_capacity(PASSES); sizes.len()];
+    for _ in 0..PASSES {
+        for (i, &n) in sizes.iter().enumerate() {
+            runs[i].push(point(n)?);
+        }
+    }
+    Ok(runs.into_iter().map(|r| std::array::from_fn(|k| middle(r.iter().map(|v| v[k]).collect()))).collect())
+}
+
+/// One series by [`passes`]: `secs(n)` seconds at size n, as samples at x = `work(n)`.
+fn samples(
+    sizes: &[usize],
+    work: impl Fn(usize) -> f64,
+    mut secs: impl FnMut(usize) -> Result<f64, OffloadError>,
+) -> Result<Vec<Sample>, OffloadError> {
+    let figures = passes(sizes, |n| Ok([secs(n)?]))?;
+    Ok(sizes.iter().zip(figures).map(|(&n, [s])| Sample { x: work(n), secs: s }).collect())
+}
+
+/// Passes over each series ([`passes`]): three, so that one disturbed pass is outvoted.
+const PASSES: usize = 3;
 
 /// Most calls per point ([`median`]).
 const MAX_REPS: usize = 51;
-/// Seconds of sampling per point that [`median`] aims for when points are short (5 ms: the
-/// quick Host calibration stays around a second).
-const POINT_BUDGET: f64 = 5e-3;
+/// Seconds of sampling per point that [`median`] aims for when points are short, per pass
+/// (8 ms, ×[`PASSES`] = 24 ms a point: a point of ~1 ms gets ~8 calls per pass and ~24 in all,
+/// whose median is steady to a few percent on the loaded 2-core VM, where 5 ms in one sweep
+/// gave medians of 3-5 calls that moved by 50% from run to run; the full Host calibration
+/// stays under 30 seconds).
+const POINT_BUDGET: f64 = 8e-3;
 
 /// A job that does nothing: the cost of handing a batch to a slot.
 struct Noop;
@@ -217,34 +277,28 @@ fn launch(device: &Device, reps: usize) -> Result<(f64, f64), OffloadError> {
 fn copies(device: &Device, plan: &Plan) -> Result<(TransferProfile, TransferProfile), OffloadError> {
     let max_words = plan.copy_bytes.iter().max().copied().unwrap_or(4) / 4;
     let mut slot = device.backend().new_slot(max_words, max_words)?;
-    let (mut hp, mut dp, mut hg, mut dg) = (vec![], vec![], vec![], vec![]);
     let src = vec![1u32; max_words];
     let mut dst = vec![0u32; max_words];
     dst.fill(2); // touch the pages before timing
     let mut c = vec![0f32; max_words];
-    for &bytes in &plan.copy_bytes {
+    let figures = passes(&plan.copy_bytes, |bytes| {
         let w = bytes / 4;
-        let x = bytes as f64;
-        hp.push(Sample { x, secs: median(plan.reps, || Ok(slot.run(&Noop, 1, w, w, H2D_ONLY)?.h2d))? });
-        dp.push(Sample { x, secs: median(plan.reps, || Ok(slot.run(&Noop, 1, w, w, D2H_ONLY)?.d2h))? });
-        match device.kind() {
+        let h2d = median(plan.reps, || Ok(slot.run(&Noop, 1, w, w, H2D_ONLY)?.h2d))?;
+        let d2h = median(plan.reps, || Ok(slot.run(&Noop, 1, w, w, D2H_ONLY)?.d2h))?;
+        let (h2d_pageable, d2h_pageable) = match device.kind() {
             DeviceKind::Cuda => {
                 // An m×1 by 1×1 product: A (m floats) goes up and C (m floats) comes down,
                 // both from pageable Vecs (B, 4 bytes, adds one tiny copy to the upload).
                 let a: &[f32] = bytemuck::cast_slice(&src[..w]);
                 let b = [1.0f32];
-                let mut times = Vec::new();
                 device.sgemm(w, 1, 1, a, &b, &mut c[..w])?;
-                for _ in 0..plan.reps {
-                    times.push(device.sgemm(w, 1, 1, a, &b, &mut c[..w])?);
-                }
+                let times = (0..plan.reps)
+                    .map(|_| device.sgemm(w, 1, 1, a, &b, &mut c[..w]))
+                    .collect::<Result<Vec<_>, _>>()?;
                 let med = |f: fn(&crate::PhaseTimes) -> Duration| {
-                    let mut v: Vec<f64> = times.iter().map(|t| f(t).as_secs_f64()).collect();
-                    v.sort_by(f64::total_cmp);
-                    v[v.len() / 2]
+                    middle(times.iter().map(|t| f(t).as_secs_f64()).collect())
                 };
-                hg.push(Sample { x, secs: med(|t| t.h2d) });
-                dg.push(Sample { x, secs: med(|t| t.d2h) });
+                (med(|t| t.h2d), med(|t| t.d2h))
             }
             _ => {
                 let mut memcpy = || {
@@ -253,12 +307,15 @@ fn copies(device: &Device, plan: &Plan) -> Result<(TransferProfile, TransferProf
                     black_box(&dst);
                     Ok(t.elapsed())
                 };
-                let s = median(plan.reps, &mut memcpy)?;
-                hg.push(Sample { x, secs: s });
-                dg.push(Sample { x, secs: median(plan.reps, &mut memcpy)? });
+                (median(plan.reps, &mut memcpy)?, median(plan.reps, &mut memcpy)?)
             }
-        }
-    }
+        };
+        Ok([h2d, d2h, h2d_pageable, d2h_pageable])
+    })?;
+    let series = |k: usize| -> Vec<Sample> {
+        plan.copy_bytes.iter().zip(&figures).map(|(&b, f)| Sample { x: b as f64, secs: f[k] }).collect()
+    };
+    let (hp, dp, hg, dg) = (series(0), series(1), series(2), series(3));
     let tp = |pinned: Vec<Sample>, pageable: Vec<Sample>| TransferProfile {
         pinned: LinFit::fit(&pinned),
         pageable: LinFit::fit(&pageable),
@@ -311,45 +368,49 @@ fn device_kernels(device: &Device, plan: &Plan) -> Result<Vec<KernelProfile>, Of
     let nmax = plan.bs.iter().max().copied().unwrap_or(1);
     let chain = black_scholes::synthetic_chain(nmax, 42);
     let mut slot = device.backend().new_slot(6 * nmax, 6 * nmax)?;
-    let mut bs = vec![];
-    for &n in &plan.bs {
-        black_scholes::stage_words(&chain[..n], &mut slot.staging_in()[..6 * n]);
-        bs.push(Sample {
-            x: n as f64,
-            secs: slot_kernel(&mut *slot, &BlackScholes, n, (6 * n, 6 * n), reps)?,
-        });
-    }
+    let bs = samples(
+        &plan.bs,
+        |n| n as f64,
+        |n| {
+            black_scholes::stage_words(&chain[..n], &mut slot.staging_in()[..6 * n]);
+            slot_kernel(&mut *slot, &BlackScholes, n, (6 * n, 6 * n), reps)
+        },
+    )?;
     drop(slot);
     // SAXPY: x then y in, a·x + y out.
     let nmax = plan.saxpy.iter().max().copied().unwrap_or(1);
     let mut slot = device.backend().new_slot(2 * nmax, nmax)?;
-    let mut sx = vec![];
-    for &n in &plan.saxpy {
-        let (x, y) = slot.staging_in()[..2 * n].split_at_mut(n);
-        x.fill(1.5f32.to_bits());
-        y.fill(0.5f32.to_bits());
-        sx.push(Sample {
-            x: n as f64,
-            secs: slot_kernel(&mut *slot, &Saxpy { a: 2.0 }, n, (2 * n, n), reps)?,
-        });
-    }
+    let sx = samples(
+        &plan.saxpy,
+        |n| n as f64,
+        |n| {
+            let (x, y) = slot.staging_in()[..2 * n].split_at_mut(n);
+            x.fill(1.5f32.to_bits());
+            y.fill(0.5f32.to_bits());
+            slot_kernel(&mut *slot, &Saxpy { a: 2.0 }, n, (2 * n, n), reps)
+        },
+    )?;
     drop(slot);
     // SGEMM: square N, x = 2N³ flops.
-    let mut mm = vec![];
-    for &n in &plan.sgemm {
-        let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 0.25).collect();
-        let mut c = vec![0f32; n * n];
-        let secs = median(reps, || Ok(device.sgemm(n, n, n, &a, &a, &mut c)?.kernel))?;
-        mm.push(Sample { x: 2.0 * (n as f64).powi(3), secs });
-    }
+    let mm = samples(
+        &plan.sgemm,
+        |n| 2.0 * (n as f64).powi(3),
+        |n| {
+            let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 0.25).collect();
+            let mut c = vec![0f32; n * n];
+            median(reps, || Ok(device.sgemm(n, n, n, &a, &a, &mut c)?.kernel))
+        },
+    )?;
     // Monte Carlo: 4 paths per Philox block.
     let contract = mc_contract();
-    let mut mc = vec![];
-    for &paths in &plan.mc_paths {
-        let blocks = (paths / 4) as u64;
-        let secs = median(reps, || Ok(device.option_paths_sum(MC_SEED, &contract, blocks)?.1.kernel))?;
-        mc.push(Sample { x: paths as f64, secs });
-    }
+    let mc = samples(
+        &plan.mc_paths,
+        |n| n as f64,
+        |paths| {
+            let blocks = (paths / 4) as u64;
+            median(reps, || Ok(device.option_paths_sum(MC_SEED, &contract, blocks)?.1.kernel))
+        },
+    )?;
     let bytes = |i: usize, o: usize| Size::Items {
         in_bytes: 4.0 * i as f64,
         out_bytes: 4.0 * o as f64,
@@ -381,27 +442,95 @@ fn timed(h: &Handle, len: usize, grain: usize, f: impl Fn(std::ops::Range<usize>
     t.elapsed()
 }
 
-/// CPU fits of the four kernels (in `kernels`' order) on each P count of the plan.
-fn cpu_kernels(plan: &Plan, kernels: &mut [KernelProfile]) -> Result<(), OffloadError> {
-    let reps = plan.reps;
-    let bs_max = plan.bs.iter().max().copied().unwrap_or(1);
-    let batch = BsBatch::from_contracts(&black_scholes::synthetic_chain(bs_max, 42));
-    let sx_max = plan.saxpy.iter().max().copied().unwrap_or(1);
-    let xs = vec![1.5f32; sx_max];
-    let contract = mc_contract();
-    for &p in &plan.procs {
-        let rt = Runtime::builder()
-            .procs(p)
-            .build()
-            .map_err(|e| OffloadError::Config(format!("calibrate: cannot build a {p}-P runtime: {e}")))?;
-        let h = rt.handle();
-        let mut series: [Vec<Sample>; 4] = Default::default();
-        let input = batch.as_in();
-        for &n in &plan.bs {
-            let g = grain(n, p);
-            let bufs = chunk_bufs(n.div_ceil(g), 6 * g);
-            let secs = median(reps, || {
-                Ok(timed(&h, n, g, |r| {
+/// The four kernels on the CPU, timed the way [`calibrate`] times them: by a task on the
+/// runtime (so the caller is an M and runs chunks itself, as a Go program's goroutine would),
+/// split over the Ps with `parallel_for` (about [`CHUNKS_PER_P`] chunks per P, each at least
+/// [`MIN_GRAIN`] items; SGEMM by row blocks through `sgemm_rows`), from inputs made once.
+///
+/// Timing inside a task matters on a VM: a `parallel_for` called from outside the runtime
+/// waits for an M to wake and then is woken itself, and waking a halted virtual CPU costs
+/// 5-100 µs on the dev VM depending on whether it was idle long enough to halt — a bimodal
+/// latency that no fit can predict. On an M the caller starts on the chunks at once; a helper
+/// that wakes late finds nothing left.
+///
+/// Public so that a benchmark can check the model's CPU predictions against fresh runs of
+/// exactly what was calibrated.
+pub struct CpuKernels {
+    inputs: Arc<CpuInputs>,
+}
+
+/// What [`CpuKernels`] computes on.
+struct CpuInputs {
+    bs: BsBatch,
+    xs: Vec<f32>,
+    contract: Contract,
+}
+
+/// Kernels [`CpuKernels::time`] knows.
+const CPU_KERNELS: [&str; 4] = ["black_scholes", "saxpy", "sgemm", "monte_carlo"];
+
+impl CpuKernels {
+    /// Inputs for up to `max_items` Black-Scholes options and SAXPY elements (Monte Carlo
+    /// and SGEMM make theirs per call).
+    pub fn new(max_items: usize) -> CpuKernels {
+        CpuKernels {
+            inputs: Arc::new(CpuInputs {
+                bs: BsBatch::from_contracts(&black_scholes::synthetic_chain(max_items.max(1), 42)),
+                xs: vec![1.5f32; max_items.max(1)],
+                contract: mc_contract(),
+            }),
+        }
+    }
+
+    /// Median wall-clock seconds of `kernel` (`black_scholes`, `saxpy`, `sgemm`, `monte_carlo`)
+    /// at size `n` (items; the matrix side for SGEMM; paths for Monte Carlo) on `h`'s Ps,
+    /// timed by one task on `h` (see the type's docs); blocks the calling thread, which must
+    /// not be an M. Errors: an unknown kernel, more items than [`CpuKernels::new`] was made
+    /// for, or a runtime that is shutting down.
+    pub fn time(&self, h: &Handle, kernel: &str, n: usize, reps: usize) -> Result<f64, OffloadError> {
+        let Some(&kernel) = CPU_KERNELS.iter().find(|&&k| k == kernel) else {
+            return Err(OffloadError::Config(format!(
+                "CpuKernels::time: unknown kernel `{kernel}` (one of {})",
+                CPU_KERNELS.join(", ")
+            )));
+        };
+        let cap = self.inputs.xs.len();
+        if matches!(kernel, "black_scholes" | "saxpy") && n > cap {
+            return Err(OffloadError::Config(format!(
+                "CpuKernels::time: {kernel} of {n} items, but this CpuKernels was made for at most {cap}"
+            )));
+        }
+        let inputs = self.inputs.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        h.try_spawn(async move {
+            let h = Handle::try_current().expect("a task runs inside its runtime");
+            let warm = inputs.run_once(&h, kernel, n).as_secs_f64();
+            let mut v = vec![];
+            for _ in 0..calls(reps, warm) {
+                // One run per poll: the P is given back to the scheduler between runs.
+                yield_now().await;
+                v.push(inputs.run_once(&h, kernel, n).as_secs_f64());
+            }
+            // The receiver waits for exactly this message; it cannot be gone.
+            let _ = tx.send(middle(v));
+        })
+        .map_err(|e| OffloadError::Config(format!("CpuKernels::time: cannot spawn the timing task: {e}")))?;
+        rx.recv().map_err(|_| {
+            OffloadError::Config("CpuKernels::time: the runtime dropped the timing task (shut down?)".into())
+        })
+    }
+}
+
+impl CpuInputs {
+    /// One `parallel_for` of `kernel` at `n` on `h`'s Ps, from the calling task; its wall time.
+    fn run_once(&self, h: &Handle, kernel: &str, n: usize) -> Duration {
+        let p = h.procs().max(1);
+        match kernel {
+            "black_scholes" => {
+                let input = self.bs.as_in();
+                let g = grain(n, p);
+                let bufs = chunk_bufs(n.div_ceil(g), 6 * g);
+                timed(h, n, g, |r| {
                     let mut buf = bufs[r.start / g].lock();
                     let m = r.len();
                     let (price, rest) = buf[..6 * m].split_at_mut(m);
@@ -419,51 +548,63 @@ fn cpu_kernels(plan: &Plan, kernels: &mut [KernelProfile]) -> Result<(), Offload
                     };
                     let mut out = BsOut { price, delta, gamma, vega, theta, rho };
                     black_box(black_scholes::price_greeks(&sub, &mut out)).ok();
-                }))
-            })?;
-            series[0].push(Sample { x: n as f64, secs });
-        }
-        for &n in &plan.saxpy {
-            let g = grain(n, p);
-            let bufs = chunk_bufs(n.div_ceil(g), g);
-            let secs = median(reps, || {
-                Ok(timed(&h, n, g, |r| {
+                })
+            }
+            "saxpy" => {
+                let g = grain(n, p);
+                let bufs = chunk_bufs(n.div_ceil(g), g);
+                timed(h, n, g, |r| {
                     let mut y = bufs[r.start / g].lock();
-                    black_box(saxpy::saxpy(0.5, &xs[r.clone()], &mut y[..r.len()])).ok();
-                }))
-            })?;
-            series[1].push(Sample { x: n as f64, secs });
-        }
-        for &n in &plan.sgemm {
-            let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 0.25).collect();
-            // Row blocks: at least 8 rows (one register tile's worth), a few per P.
-            let g = n.div_ceil(CHUNKS_PER_P * p).max(8);
-            let bufs = chunk_bufs(n.div_ceil(g), g * n);
-            let secs = median(reps, || {
-                Ok(timed(&h, n, g, |r| {
+                    black_box(saxpy::saxpy(0.5, &self.xs[r.clone()], &mut y[..r.len()])).ok();
+                })
+            }
+            "sgemm" => {
+                let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 0.25).collect();
+                // Row blocks: at least 8 rows (one register tile's worth), a few per P.
+                let g = n.div_ceil(CHUNKS_PER_P * p).max(8);
+                let bufs = chunk_bufs(n.div_ceil(g), g * n);
+                timed(h, n, g, |r| {
                     let mut c = bufs[r.start / g].lock();
                     let rows = r.len();
                     black_box(sgemm::sgemm_rows(n, n, n, &a, &a, r, &mut c[..rows * n])).ok();
-                }))
-            })?;
-            series[2].push(Sample { x: 2.0 * (n as f64).powi(3), secs });
-        }
-        for &paths in &plan.mc_paths {
-            let blocks = paths / 4;
-            let g = grain(blocks, p).min(blocks.max(1)); // blocks: a chunk of 4096 is 16k paths
-            let secs = median(reps, || {
-                Ok(timed(&h, blocks, g, |r| {
+                })
+            }
+            _ => {
+                let blocks = n / 4;
+                let g = grain(blocks, p).min(blocks.max(1)); // blocks: a chunk of 4096 is 16k paths
+                timed(h, blocks, g, |r| {
                     black_box(monte_carlo::option_paths_sum(
                         MC_SEED,
-                        &contract,
+                        &self.contract,
                         r.start as u64,
                         r.len() as u64,
                     ));
-                }))
-            })?;
-            series[3].push(Sample { x: paths as f64, secs });
+                })
+            }
         }
-        for (k, samples) in kernels.iter_mut().zip(series) {
+    }
+}
+
+/// CPU fits of the four kernels (in `kernels`' order) on each P count of the plan.
+fn cpu_kernels(plan: &Plan, kernels: &mut [KernelProfile]) -> Result<(), OffloadError> {
+    let max_items = plan.bs.iter().chain(&plan.saxpy).max().copied().unwrap_or(1);
+    let cpu = CpuKernels::new(max_items);
+    for &p in &plan.procs {
+        let rt = Runtime::builder()
+            .procs(p)
+            .build()
+            .map_err(|e| OffloadError::Config(format!("calibrate: cannot build a {p}-P runtime: {e}")))?;
+        let h = rt.handle();
+        let sizes: [(&str, &[usize]); 4] = [
+            ("black_scholes", &plan.bs),
+            ("saxpy", &plan.saxpy),
+            ("sgemm", &plan.sgemm),
+            ("monte_carlo", &plan.mc_paths),
+        ];
+        for (k, (name, ns)) in kernels.iter_mut().zip(sizes) {
+            debug_assert_eq!(k.name, name);
+            let size = k.size;
+            let samples = samples(ns, |n| size.work(n as f64), |n| cpu.time(&h, name, n, plan.reps))?;
             k.cpu.push(CpuFit { procs: p, fit: LinFit::fit(&samples), samples });
         }
         drop(rt);
