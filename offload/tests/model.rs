@@ -1,22 +1,22 @@
 //! The cost model: fits, profile JSON, published profiles, the fit quality of Host data,
 //! verdicts derived from the profiles' own numbers, and a live Host calibration's shape.
 //!
-//! Fit quality is asserted on *recorded* Host data — `offload/profiles/host-2core-vm-quick.json`,
-//! a quick Host calibration of the 2-core dev VM saved by `explain --device host
-//! --calibrate-quick --save-profile …`, raw samples included — so the assertion is
+//! Fit quality is asserted on *recorded* Host data — `offload/profiles/host-2core-vm.json`, a
+//! full Host calibration of the 2-core dev VM saved by `explain --device host --save-profile
+//! …`, raw samples included — so the assertion is
 //! deterministic: timed assertions on a shared, noisy machine would fail at random (this
 //! project checks speed in benchmarks, never in timed unit tests). The live comparison of
 //! predictions with fresh measurements is the error table of `cargo bench -p gmprt-offload
 //! --bench model`. The live calibration below is checked for its shape only.
 use gmprt_offload::model::{
-    calibrate, CalibrateOptions, CostModel, Crossover, DeviceProfile, LinFit, ProfileSource, Residency,
-    Sample, Verdict,
+    calibrate, CalibrateOptions, CostModel, CpuKernels, Crossover, DeviceProfile, LinFit, ProfileSource,
+    Residency, Sample, Size, Verdict,
 };
 use gmprt_offload::Device;
 use std::sync::OnceLock;
 
 /// The recorded quick Host calibration (see the module doc).
-const RECORDED_HOST: &str = include_str!("../profiles/host-2core-vm-quick.json");
+const RECORDED_HOST: &str = include_str!("../profiles/host-2core-vm.json");
 
 /// One live quick Host calibration.
 fn host_profile() -> &'static DeviceProfile {
@@ -97,23 +97,54 @@ fn worst(fit: &LinFit, samples: &[Sample], from: f64) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// The fit-quality failures of `p` (empty when every BS/SAXPY fit is within ±25% at n ≥ 10k).
+/// The fit-quality failures of `p`: every kernel's device and CPU fits must be within ±25% of
+/// their samples from n = 10k on (SGEMM: every sample, N ≥ 64).
 fn fit_failures(p: &DeviceProfile) -> Vec<String> {
     let mut bad = vec![];
-    for name in ["black_scholes", "saxpy"] {
-        let k = p.kernel(name).unwrap();
-        let e = worst(&k.device, &k.device_samples, 1e4);
-        eprintln!("{name}: device fit {:?}, worst error at n >= 10k {:.1}%", k.device, 100.0 * e);
+    for k in &p.kernels {
+        let from = match k.size {
+            Size::MatrixN => 0.0,
+            Size::Items { .. } => 1e4,
+        };
+        let e = worst(&k.device, &k.device_samples, from);
+        eprintln!(
+            "{}: device fit, {} regime(s), worst error {:.1}%",
+            k.name,
+            k.device.below.len() + 1,
+            100.0 * e
+        );
         if e > 0.25 {
-            bad.push(format!("{name} device fit off by {:.0}%: {:?}", 100.0 * e, k.device_samples));
+            bad.push(format!("{} device fit off by {:.0}%: {:?}", k.name, 100.0 * e, k.device_samples));
         }
         for c in &k.cpu {
-            let e = worst(&c.fit, &c.samples, 1e4);
-            eprintln!("{name}: CPU {}P fit {:?}, worst error {:.1}%", c.procs, c.fit, 100.0 * e);
+            let e = worst(&c.fit, &c.samples, from);
+            eprintln!(
+                "{}: CPU {}P fit, {} regime(s), worst error {:.1}%",
+                k.name,
+                c.procs,
+                c.fit.below.len() + 1,
+                100.0 * e
+            );
             if e > 0.25 {
-                bad.push(format!("{name} CPU {}P fit off by {:.0}%: {:?}", c.procs, 100.0 * e, c.samples));
+                bad.push(format!(
+                    "{} CPU {}P fit off by {:.0}%: {:?}",
+                    k.name,
+                    c.procs,
+                    100.0 * e,
+                    c.samples
+                ));
             }
         }
+    }
+    // Copies are reported, not asserted: on the VM, memcpy from DRAM (32-128 MiB) moves by
+    // ±30% between neighbouring sizes (see the profile's samples); the e2e column of the model
+    // bench shows what that does to batch predictions.
+    for (dir, t) in [("H2D", &p.h2d), ("D2H", &p.d2h)] {
+        eprintln!(
+            "{dir}: pinned fit worst error {:.1}%, pageable {:.1}%",
+            100.0 * worst(&t.pinned, &t.pinned_samples, 0.0),
+            100.0 * worst(&t.pageable, &t.pageable_samples, 0.0)
+        );
     }
     bad
 }
@@ -126,16 +157,147 @@ fn recorded_host_fits_predict_their_own_samples() {
     let bad = fit_failures(&p);
     assert!(bad.is_empty(), "{bad:#?}");
     // The stored fits are what fitting the stored samples gives (nothing hand-edited).
-    for k in &p.kernels {
-        let refit = LinFit::fit(&k.device_samples);
-        assert!((refit.slope - k.device.slope).abs() <= 1e-9 * k.device.slope.abs().max(1e-30), "{}", k.name);
-    }
+    let mut refit = p.clone();
+    refit.refit();
+    assert_eq!(refit, p, "the recorded fits differ from a refit of the recorded samples");
+    // The memory hierarchy shows: SAXPY on the device is cut into regimes, and its
+    // per-element cost from DRAM is more than twice the in-cache one.
+    let sx = p.kernel("saxpy").unwrap();
+    let first = sx.device.below.first().expect("SAXPY on the Host device has more than one regime");
+    assert!(sx.device.slope > 2.0 * first.slope, "{:?}", sx.device);
     let m = CostModel::new(p.clone());
     for k in ["black_scholes", "saxpy", "sgemm", "monte_carlo"] {
         for r in [Residency::Host, Residency::Device] {
             eprintln!("recorded host crossover {k} {r:?}: {:?}", m.crossover(k, r).unwrap());
         }
     }
+}
+
+/// Samples of `t = a + b·x` below `brk` and `a2 + b2·x` from it on, at x = 2^i.
+fn two_speed(brk: f64, (a, b): (f64, f64), (a2, b2): (f64, f64)) -> Vec<Sample> {
+    (10..24)
+        .map(|i| {
+            let x = f64::from(1u32 << i);
+            Sample { x, secs: if x < brk { a + b * x } else { a2 + b2 * x } }
+        })
+        .collect()
+}
+
+#[test]
+fn linfit_finds_cache_regimes_and_ignores_noise() {
+    // In cache 0.2 ns per element, from DRAM 0.6 ns: two regimes, break between the samples.
+    let s = two_speed(3e5, (1e-6, 0.2e-9), (2e-6, 0.6e-9));
+    let f = LinFit::fit(&s);
+    assert_eq!(f.below.len(), 1, "{f:?}");
+    assert!(
+        (f.slope - 0.6e-9).abs() / 0.6e-9 < 1e-6 && (f.below[0].slope - 0.2e-9).abs() / 0.2e-9 < 1e-6,
+        "{f:?}"
+    );
+    assert!(f.below[0].upto > 262_144.0 && f.below[0].upto < 524_288.0, "{f:?}");
+    assert!(f.max_rel_err < 1e-6, "{f:?}");
+    for x in [5e3, 1e5, 1e6, 1e8] {
+        let want = if x < 3e5 { 1e-6 + 0.2e-9 * x } else { 2e-6 + 0.6e-9 * x };
+        assert!((f.eval(x) - want).abs() / want < 1e-6, "x = {x}: {} vs {want}", f.eval(x));
+    }
+    // JSON keeps the regimes; a one-regime fit writes no `below` at all.
+    let json = serde_json::to_string(&f).unwrap();
+    assert_eq!(serde_json::from_str::<LinFit>(&json).unwrap(), f);
+    assert!(!serde_json::to_string(&LinFit::known(1.0, 2.0)).unwrap().contains("below"));
+    // One straight regime with ±4% alternating noise: no spurious break.
+    let noisy: Vec<Sample> = two_speed(f64::INFINITY, (1e-6, 0.5e-9), (0.0, 0.0))
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| Sample { x: s.x, secs: s.secs * if i % 2 == 0 { 1.04 } else { 0.96 } })
+        .collect();
+    let f = LinFit::fit(&noisy);
+    assert!(f.below.is_empty(), "noise split into regimes: {f:?}");
+    // Four speeds (L1, L2, LLC, DRAM, as a memcpy shows): at most four regimes, all found.
+    let s: Vec<Sample> = (12..28)
+        .map(|i| {
+            let x = f64::from(1u32 << i);
+            let ps = match i {
+                ..=14 => 7.5,
+                15..=19 => 24.0,
+                20..=24 => 72.0,
+                _ => 140.0,
+            };
+            Sample { x, secs: ps * 1e-12 * x }
+        })
+        .collect();
+    let f = LinFit::fit(&s);
+    assert_eq!(f.below.len(), 3, "{f:?}");
+    assert!(f.max_rel_err < 1e-6, "{f:?}");
+}
+
+#[test]
+fn crossover_search_matches_the_closed_form_on_straight_fits() {
+    // With one regime everywhere, n* = max over P of (A_g − A_p) / (s_p − s_g) in closed form.
+    let p = DeviceProfile::published_h100();
+    let m = CostModel::new(p.clone());
+    for (kernel, res) in [
+        ("black_scholes", Residency::Device),
+        ("saxpy", Residency::Device),
+        ("monte_carlo", Residency::Host),
+        ("monte_carlo", Residency::Device),
+    ] {
+        let k = p.kernel(kernel).unwrap();
+        let Size::Items { in_bytes, out_bytes, out_fixed } = k.size else { unreachable!() };
+        let host = res == Residency::Host;
+        let (h, d) = (&p.h2d.pinned, &p.d2h.pinned);
+        let s_g = k.device.slope + if host { in_bytes * h.slope + out_bytes * d.slope } else { 0.0 };
+        let mut a_g = p.launch_sync + k.device.intercept;
+        if host {
+            a_g += if in_bytes > 0.0 { h.intercept } else { 0.0 } + d.intercept + d.slope * out_fixed;
+        }
+        let closed = k
+            .cpu
+            .iter()
+            .map(|c| (a_g - c.fit.intercept) / (c.fit.slope - s_g))
+            .fold(f64::NEG_INFINITY, f64::max)
+            .ceil();
+        match m.crossover(kernel, res).unwrap() {
+            Crossover::At { n } => assert_eq!(n, closed, "{kernel} {res:?}"),
+            c => panic!("{kernel} {res:?}: {c:?}, closed form {closed}"),
+        }
+    }
+}
+
+#[test]
+fn crossover_follows_a_cpu_cache_regime() {
+    // A CPU that is fast while the batch fits in cache (0.1 ns per item below 1M items) and
+    // slow beyond (1 ns), against a device at 0.3 ns per item + 20 µs: the GPU can only win
+    // once the CPU has left its cache, i.e. not before 1M items, although a straight line
+    // through the CPU's samples would have put the crossover lower.
+    let mut p = DeviceProfile::published_h100();
+    let cpu = LinFit::fit(&two_speed(1.5e6, (1e-6, 0.1e-9), (0.0, 1e-9)));
+    assert_eq!(cpu.below.len(), 1, "{cpu:?}");
+    let k = p.kernels.iter_mut().find(|k| k.name == "saxpy").unwrap();
+    k.device = LinFit::known(20e-6, 0.3e-9);
+    k.cpu.retain(|c| c.procs == 1);
+    k.cpu[0].fit = cpu;
+    let m = CostModel::new(p);
+    let Crossover::At { n } = m.crossover("saxpy", Residency::Device).unwrap() else {
+        panic!("no crossover")
+    };
+    assert!(n > 1e6, "n* = {n}");
+    let before = m.predict("saxpy", n - 1.0, Residency::Device, 0.0).unwrap();
+    let after = m.predict("saxpy", n, Residency::Device, 0.0).unwrap();
+    assert!(matches!(before.verdict, Verdict::Cpu { .. }), "{before:?}");
+    assert!(matches!(after.verdict, Verdict::Gpu { .. }), "{after:?}");
+}
+
+#[test]
+fn cpu_kernels_time_every_kernel_and_reject_bad_input() {
+    let rt = gmprt_runtime::Runtime::builder().procs(2).build().unwrap();
+    let cpu = CpuKernels::new(1 << 14);
+    for (k, n) in [("black_scholes", 1 << 14), ("saxpy", 1 << 14), ("sgemm", 32), ("monte_carlo", 1 << 12)] {
+        let t = cpu.time(&rt.handle(), k, n, 3).unwrap();
+        assert!(t > 0.0 && t < 1.0, "{k}: {t}");
+    }
+    let e = cpu.time(&rt.handle(), "saxpy", 1 << 15, 3).unwrap_err().to_string();
+    assert!(e.contains("32768") && e.contains("16384"), "{e}");
+    let e = cpu.time(&rt.handle(), "fft", 8, 3).unwrap_err().to_string();
+    assert!(e.contains("fft") && e.contains("black_scholes"), "{e}");
 }
 
 #[test]
