@@ -307,8 +307,10 @@ fn explain(model: &CostModel, k: &Kernel, n: usize, resident: bool, out: &Path) 
     println!();
     println!("{}: n = {n} {unit}, {} [{t}]", k.flag, residency_name(chosen));
     print_breakdown(&b, &t);
-    for line in model.explain(&b).lines() {
-        println!("  verdict: {line} [{t}]");
+    // The model's own words (the breakdown sentence, the CPU times, the verdict); the
+    // crossovers for both residencies follow.
+    for line in model.explain(&b).lines().filter(|l| !l.starts_with("Crossover")) {
+        println!("  {line} [{t}]");
     }
     let mut cross = Vec::new();
     for r in [chosen, other] {
