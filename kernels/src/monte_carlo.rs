@@ -1,11 +1,11 @@
 //! Monte Carlo on Philox streams: π by sampling the unit square, and a European option by
 //! simulated terminal prices (compared with Black-Scholes).
 //!
-//! π: block `b` of stream [`TAG_PI`](crate::philox::TAG_PI) gives two points, `(w0, w1)` and
+//! π: block `b` of stream [`TAG_PI`] gives two points, `(w0, w1)` and
 //! `(w2, w3)`, as 24-bit integers `x = w >> 8`; a point hits when `x² + y² < 2⁴⁸`, computed
 //! exactly in u64, so CPU and GPU counts are identical. Samples = 2 × blocks.
 //!
-//! Paths: block `b` of stream [`TAG_PATHS`](crate::philox::TAG_PATHS) gives four normals by
+//! Paths: block `b` of stream [`TAG_PATHS`] gives four normals by
 //! Box-Muller on `(unit_open(w0), unit(w1))` and `(unit_open(w2), unit(w3))` (f32), i.e. four
 //! paths; each path's payoff is discounted and summed in f64. Paths = 4 × blocks.
 //!

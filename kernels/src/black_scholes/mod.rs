@@ -18,7 +18,7 @@
 //! gamma 0, vega S·φ(d1)·√T (0 at T = 0), and theta only its carry term. No NaN or ∞ comes
 //! out for valid contracts ([`validate`]) with spot and strike in [1e-6, 1e6] and T ≤ 50.
 //!
-//! **Accuracy** (f32 kernel vs the f64 [`reference`]): the math functions' errors (see
+//! **Accuracy** (f32 kernel vs the f64 [`reference()`]): the math functions' errors (see
 //! [`crate::math`]: ≤ 5e-7 relative for Φ's lower tail, 2.5e-7 absolute upper, ~1e-7 for
 //! exp/ln) plus f32 rounding of the inputs' combination. The price is well conditioned
 //! (∂price/∂d1 = 0 at fixed inputs, since S·φ(d1) = K·D·φ(d2)), so its error is a few ulps of
@@ -82,7 +82,7 @@ pub struct Greeks {
     pub rho: f32,
 }
 
-/// Price and Greeks in f64, from [`reference`].
+/// Price and Greeks in f64, from [`reference()`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Greeks64 {
     /// Option value.

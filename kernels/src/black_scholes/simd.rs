@@ -1,7 +1,7 @@
 //! The vectorised Black-Scholes body and its per-ISA builds.
 //!
 //! One `#[inline(always)]` per-contract function ([`greeks_one`]) is inlined into one loop
-//! ([`body`]) over the columns; the loop is compiled three times — inside an
+//! (`body`) over the columns; the loop is compiled three times — inside an
 //! `avx512f,avx512dq,avx512vl,fma,avx2` function (16 lanes, zmm registers), an `avx2,fma`
 //! function (8 lanes) and a portable one — and LLVM vectorises it in each (the body has no
 //! calls, no tables and no branches: call/put and the σ√T → 0 limit are selects).

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-/// The future of one [`Batcher::submit`]: resolves to the item's output, or to the error
+/// The future of one [`Batcher::submit`](super::Batcher::submit): resolves to the item's output, or to the error
 /// that refused it (`Invalid`/`Kernel` at submit, `Closed`) or failed its batch (`Batch`).
 /// Owned (`'static`) and `Send`; never blocks the polling thread.
 #[must_use = "the item's result arrives through this future"]

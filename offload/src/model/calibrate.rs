@@ -1,21 +1,26 @@
 //! [`calibrate`]: measure a [`DeviceProfile`] on the device at hand.
 //!
-//! What is measured (each point is the median of `repeats` runs after one warm-up run):
+//! What is measured (each point is the median of at least `repeats` runs after one warm-up
+//! run, in each of three passes over the series' sizes, and then the median of the passes —
+//! `passes` for why):
 //! * **launch**: a 1-item launch on a slot, kernel phase only — on Host a no-op [`Job`]
 //!   handed to `Slot::run` (`launch_enqueue` = the slot's own kernel-phase clock, `launch_sync`
 //!   = the wall time of the whole `run` call); on CUDA a 1-element SAXPY (`launch_enqueue` =
 //!   its event-timed device duration, `launch_sync` = the wall time of launch + wait);
-//! * **copies**: H2D and D2H of 4 KiB … 64 MiB (×4 steps; quick: … 4 MiB) through a slot's
-//!   staging buffers (pinned on CUDA) and from plain `Vec`s (pageable: on Host a timed
-//!   `memcpy`, on CUDA a `m×1·1×1` SGEMM whose upload and download are pageable copies);
+//! * **copies**: H2D and D2H of 4 KiB … 64 MiB (Host: … 128 MiB, ×2 steps; quick: … 4 MiB)
+//!   through a slot's staging buffers (pinned on CUDA) and from plain `Vec`s (pageable: on
+//!   Host a timed `memcpy`, on CUDA a `m×1·1×1` SGEMM whose upload and download are pageable
+//!   copies);
 //! * **kernels on the device**: Black-Scholes and SAXPY through a slot (upload untimed, kernel
 //!   phase timed, as `Device::run_bulk(.., resident = true)` does), SGEMM through
 //!   `Device::sgemm` (x = 2N³ flops), Monte Carlo through `Device::option_paths_sum`
 //!   (x = paths = 4 per Philox block);
 //! * **kernels on the CPU**: the same kernels on 1, 2, 4, … `max_procs` Ps of a fresh gmprt
-//!   [`Runtime`], split with `Handle::parallel_for` (SGEMM: `sgemm_rows` per row block).
+//!   [`Runtime`], split with `parallel_for` by a task on that runtime ([`CpuKernels`]; SGEMM:
+//!   `sgemm_rows` per row block).
 //!
-//! Every series is fitted with [`LinFit::fit`]; the raw samples are kept in the profile.
+//! Every series is fitted with [`LinFit::fit`] (one to four regimes); the raw samples are kept
+//! in the profile, so [`DeviceProfile::refit`] can fit them again.
 use super::fit::{LinFit, Sample};
 use super::profile::{CpuFit, DeviceProfile, KernelProfile, ProfileSource, Size, TransferProfile};
 use crate::backend::{Job, Phases, Slot};
@@ -444,8 +449,8 @@ fn timed(h: &Handle, len: usize, grain: usize, f: impl Fn(std::ops::Range<usize>
 
 /// The four kernels on the CPU, timed the way [`calibrate`] times them: by a task on the
 /// runtime (so the caller is an M and runs chunks itself, as a Go program's goroutine would),
-/// split over the Ps with `parallel_for` (about [`CHUNKS_PER_P`] chunks per P, each at least
-/// [`MIN_GRAIN`] items; SGEMM by row blocks through `sgemm_rows`), from inputs made once.
+/// split over the Ps with `parallel_for` (about four chunks per P, each at least
+/// 4096 items; SGEMM by row blocks through `sgemm_rows`), from inputs made once.
 ///
 /// Timing inside a task matters on a VM: a `parallel_for` called from outside the runtime
 /// waits for an M to wake and then is woken itself, and waking a halted virtual CPU costs

@@ -1,7 +1,7 @@
 //! The cost model: placement is a cost decision, not a default.
 //!
 //! * [`fit`] — least-squares `t = intercept + slope · x` fits with their raw samples;
-//! * [`profile`] — a [`DeviceProfile`]: what [`calibrate`] measured (or published figures,
+//! * [`profile`] — a [`DeviceProfile`]: what [`calibrate()`] measured (or published figures,
 //!   labelled so), saved to and loaded from JSON;
 //! * [`cost`] — [`CostModel::predict`] (a per-phase breakdown and the verdict) and
 //!   [`CostModel::crossover`] (the batch size n* from which the GPU wins, or `Never` with the
