@@ -19,7 +19,7 @@
 //! Run: `cargo bench -p gmprt-offload --bench model` (about a minute on the 2-core VM).
 use criterion::{criterion_group, criterion_main, Criterion};
 use gmprt_offload::kernels::black_scholes;
-use gmprt_offload::model::{calibrate, CalibrateOptions, CostModel, CpuKernels, Residency};
+use gmprt_offload::model::{calibrate, mc_contract, CalibrateOptions, CostModel, CpuKernels, Residency};
 use gmprt_offload::{BlackScholes, Device, Job, Phases, Saxpy};
 use gmprt_runtime::Runtime;
 use std::hint::black_box;
@@ -77,14 +77,7 @@ fn device_times(dev: &Device, kernel: &str, n: usize) -> (f64, Option<f64>) {
             (median(|| dev.sgemm(n, n, n, &a, &a, &mut c).expect("sgemm").kernel.as_secs_f64()), None)
         }
         _ => {
-            let c = black_scholes::Contract {
-                spot: 100.0,
-                strike: 100.0,
-                t: 1.0,
-                rate: 0.03,
-                vol: 0.2,
-                kind: black_scholes::OptionKind::Call,
-            };
+            let c = mc_contract();
             let blocks = (n / 4) as u64;
             (median(|| dev.option_paths_sum(7, &c, blocks).expect("paths").1.kernel.as_secs_f64()), None)
         }

@@ -12,7 +12,7 @@ pub mod cost;
 pub mod fit;
 pub mod profile;
 
-pub use calibrate::{calibrate, CalibrateOptions, CpuKernels};
+pub use calibrate::{calibrate, mc_contract, CalibrateOptions, CpuKernels};
 pub use cost::{Breakdown, CostModel, Crossover, Residency, Verdict};
 pub use fit::{LinFit, Regime, Sample};
 pub use profile::{CpuFit, DeviceProfile, KernelProfile, ProfileSource, Size, TransferProfile};
