@@ -113,7 +113,7 @@ fn bench(c: &mut Criterion) {
             device.push(device_times(&dev, k, n));
         }
     }
-    let cpu = CpuKernels::new(*ITEMS.iter().max().unwrap());
+    let cpu = CpuKernels::new(*ITEMS.iter().max().unwrap(), *ITEMS.iter().max().unwrap());
     let mut on_cpu = vec![vec![]; procs.len()];
     for (i, &p) in procs.iter().enumerate() {
         let rt = Runtime::builder().procs(p).build().expect("runtime");

@@ -289,7 +289,7 @@ fn crossover_follows_a_cpu_cache_regime() {
 #[test]
 fn cpu_kernels_time_every_kernel_and_reject_bad_input() {
     let rt = gmprt_runtime::Runtime::builder().procs(2).build().unwrap();
-    let cpu = CpuKernels::new(1 << 14);
+    let cpu = CpuKernels::new(1 << 14, 1 << 14);
     for (k, n) in [("black_scholes", 1 << 14), ("saxpy", 1 << 14), ("sgemm", 32), ("monte_carlo", 1 << 12)] {
         let t = cpu.time(&rt.handle(), k, n, 3).unwrap();
         assert!(t > 0.0 && t < 1.0, "{k}: {t}");

@@ -476,13 +476,13 @@ struct CpuInputs {
 const CPU_KERNELS: [&str; 4] = ["black_scholes", "saxpy", "sgemm", "monte_carlo"];
 
 impl CpuKernels {
-    /// Inputs for up to `max_items` Black-Scholes options and SAXPY elements (Monte Carlo
-    /// and SGEMM make theirs per call).
-    pub fn new(max_items: usize) -> CpuKernels {
+    /// Inputs for up to `max_options` Black-Scholes options and `max_elements` SAXPY elements
+    /// (Monte Carlo and SGEMM make theirs per call).
+    pub fn new(max_options: usize, max_elements: usize) -> CpuKernels {
         CpuKernels {
             inputs: Arc::new(CpuInputs {
-                bs: BsBatch::from_contracts(&black_scholes::synthetic_chain(max_items.max(1), 42)),
-                xs: vec![1.5f32; max_items.max(1)],
+                bs: BsBatch::from_contracts(&black_scholes::synthetic_chain(max_options.max(1), 42)),
+                xs: vec![1.5f32; max_elements.max(1)],
                 contract: mc_contract(),
             }),
         }
@@ -500,8 +500,12 @@ impl CpuKernels {
                 CPU_KERNELS.join(", ")
             )));
         };
-        let cap = self.inputs.xs.len();
-        if matches!(kernel, "black_scholes" | "saxpy") && n > cap {
+        let cap = match kernel {
+            "black_scholes" => self.inputs.bs.len(),
+            "saxpy" => self.inputs.xs.len(),
+            _ => usize::MAX,
+        };
+        if n > cap {
             return Err(OffloadError::Config(format!(
                 "CpuKernels::time: {kernel} of {n} items, but this CpuKernels was made for at most {cap}"
             )));
@@ -593,8 +597,8 @@ impl CpuInputs {
 
 /// CPU fits of the four kernels (in `kernels`' order) on each P count of the plan.
 fn cpu_kernels(plan: &Plan, kernels: &mut [KernelProfile]) -> Result<(), OffloadError> {
-    let max_items = plan.bs.iter().chain(&plan.saxpy).max().copied().unwrap_or(1);
-    let cpu = CpuKernels::new(max_items);
+    let max = |sizes: &[usize]| sizes.iter().max().copied().unwrap_or(1);
+    let cpu = CpuKernels::new(max(&plan.bs), max(&plan.saxpy));
     for &p in &plan.procs {
         let rt = Runtime::builder()
             .procs(p)
