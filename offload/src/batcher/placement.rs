@@ -23,6 +23,12 @@
 //! runtime it runs `run_host` over the staged batch on the slot's worker thread (one core).
 //! The model's CPU prediction is taken at that P count. Nothing is copied to or from the
 //! device, and the device is not touched at all.
+//!
+//! The model's CPU times are calibrated by a task on the runtime (`model::CpuKernels`), whose
+//! `parallel_for` starts on the chunks at once. A CPU-placed batch starts from the Batcher's
+//! worker thread, outside the runtime, and first waits for an M to wake (5–100 µs on the dev
+//! VM when its vCPU had halted): small CPU batches take longer than predicted by about that,
+//! and the logged model error shows it.
 use crate::error::OffloadError;
 use crate::model::{CostModel, Residency};
 use crate::sim::{find_kernel, profile_kernel_name, secs};
