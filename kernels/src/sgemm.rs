@@ -10,7 +10,10 @@
 //! and keeps the 4×`NR` block of C in registers across the k-panel (`NR` = 32 for AVX-512, i.e.
 //! 8 zmm accumulators; 16 for AVX2, 8 ymm; 8 for portable SSE2 code): per step of p it
 //! broadcasts 4 elements of A and loads one `NR`-wide row segment of B. A B panel
-//! (KB×NB×4 B = 512 KiB) stays in L2 while the row blocks sweep over it. No packing.
+//! (KB×NB×4 B = 512 KiB) stays in L2 while the row blocks sweep over it. No packing. Columns
+//! left over when n is not a multiple of `NR` go through 16-, 8-, 4- and 1-wide strips, also in
+//! registers (N = 64 … 640 all run at 78–110 GFLOP/s on one dev-VM core; summing the tail in
+//! memory made N = 80 or 100 three times slower than N = 96).
 //!
 //! # `sgemm_crate`: `matrixmultiply`, chosen by measurement
 //! Best of several runs, N×N×N, this machine (Intel Xeon with AVX-512, 2 cores, shared with
@@ -72,7 +75,9 @@ const KB: usize = 256;
 const MR: usize = 4;
 
 /// C rows `i0..i0 + R` (R ≤ MR; `c` starts at row `i0`'s first column) += A·B over
-/// `p ∈ ks`, columns `js`, with an `R`×`NR` register block per column strip.
+/// `p ∈ ks`, columns `js`, with an `R`×`NR` register block per column strip; the columns left
+/// over (fewer than `NR`) go through 16-, 8-, 4- and 1-wide strips, each also held in
+/// registers.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn block_rows<const FMA: bool, const R: usize, const NR: usize>(
@@ -86,39 +91,50 @@ fn block_rows<const FMA: bool, const R: usize, const NR: usize>(
     c: &mut [f32],
 ) {
     let a_rows: [&[f32]; R] = std::array::from_fn(|r| &a[(i0 + r) * k..(i0 + r + 1) * k]);
-    let mut j = js.start;
-    while j + NR <= js.end {
-        let mut acc = [[0.0f32; NR]; R];
+    // Narrower strips for the tail keep its accumulators in registers too: summed in memory
+    // instead (an i-p-j loop, C's row loaded and stored once per p), a 16-column tail made
+    // N = 80 (NR = 32) run at a third of the speed of N = 64 or 96 on the dev VM.
+    let mut j = strips::<FMA, R, NR>(n, b, &a_rows, &ks, js.start, js.end, c);
+    j = strips::<FMA, R, 16>(n, b, &a_rows, &ks, j, js.end, c);
+    j = strips::<FMA, R, 8>(n, b, &a_rows, &ks, j, js.end, c);
+    j = strips::<FMA, R, 4>(n, b, &a_rows, &ks, j, js.end, c);
+    let j = strips::<FMA, R, 1>(n, b, &a_rows, &ks, j, js.end, c);
+    debug_assert_eq!(j, js.end);
+}
+
+/// `W`-column strips from column `j` while a whole strip fits before `end`: C's `R`×`W` block
+/// held in registers across `ks`, B's row segment loaded once per p. Returns the first column
+/// not done.
+#[inline(always)]
+fn strips<const FMA: bool, const R: usize, const W: usize>(
+    n: usize,
+    b: &[f32],
+    a_rows: &[&[f32]; R],
+    ks: &Range<usize>,
+    mut j: usize,
+    end: usize,
+    c: &mut [f32],
+) -> usize {
+    while j + W <= end {
+        let mut acc = [[0.0f32; W]; R];
         for r in 0..R {
-            acc[r].copy_from_slice(&c[r * n + j..r * n + j + NR]);
+            acc[r].copy_from_slice(&c[r * n + j..r * n + j + W]);
         }
         for p in ks.clone() {
-            let bp: &[f32; NR] = b[p * n + j..p * n + j + NR].try_into().unwrap();
+            let bp: &[f32; W] = b[p * n + j..p * n + j + W].try_into().unwrap();
             for r in 0..R {
                 let av = a_rows[r][p];
-                for x in 0..NR {
+                for x in 0..W {
                     acc[r][x] = crate::math::fmadd::<FMA>(av, bp[x], acc[r][x]);
                 }
             }
         }
         for r in 0..R {
-            c[r * n + j..r * n + j + NR].copy_from_slice(&acc[r]);
+            c[r * n + j..r * n + j + W].copy_from_slice(&acc[r]);
         }
-        j += NR;
+        j += W;
     }
-    // Column tail: i-p-j order, still vectorisable.
-    if j < js.end {
-        for r in 0..R {
-            let crow = &mut c[r * n + j..r * n + js.end];
-            for p in ks.clone() {
-                let av = a_rows[r][p];
-                let brow = &b[p * n + j..p * n + js.end];
-                for (cv, bv) in crow.iter_mut().zip(brow) {
-                    *cv = crate::math::fmadd::<FMA>(av, *bv, *cv);
-                }
-            }
-        }
-    }
+    j
 }
 
 #[inline(always)]

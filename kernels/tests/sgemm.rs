@@ -42,6 +42,8 @@ const SHAPES: [(usize, usize, usize); 9] = [
     (4, 32, 16),
     (17, 33, 65),
     (64, 64, 64),
+    (6, 63, 40),    // every strip width: 32 + 16 + 8 + 4 + 3 × 1
+    (5, 29, 17),    // 16 + 8 + 4 + 1, no full 32-wide strip
     (37, 530, 300), // crosses the 512-column and 256-depth panels
     (9, 1, 300),
     (5, 7, 0),
