@@ -36,7 +36,7 @@ fn check(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &[f32], who: &st
     }
 }
 
-const SHAPES: [(usize, usize, usize); 9] = [
+const SHAPES: [(usize, usize, usize); 11] = [
     (1, 1, 1),
     (3, 5, 7),
     (4, 32, 16),
