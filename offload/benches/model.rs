@@ -95,6 +95,12 @@ fn bench(c: &mut Criterion) {
     let t = std::time::Instant::now();
     let profile = calibrate(&dev, &opts).expect("calibration");
     println!("\ncalibrated {} in {:.1} s", profile.label(), t.elapsed().as_secs_f64());
+    // Kept for reading the fits behind the table (`explain --device <this file>` replays them).
+    let saved = std::env::temp_dir().join("gmprt-model-bench-profile.json");
+    match profile.save(&saved) {
+        Ok(()) => println!("profile: {}", saved.display()),
+        Err(e) => println!("profile not saved: {e}"),
+    }
     let model = CostModel::new(profile);
     let procs: Vec<usize> = model.profile.kernel("saxpy").unwrap().cpu.iter().map(|c| c.procs).collect();
     let kernels = ["black_scholes", "saxpy", "sgemm", "monte_carlo"];
