@@ -514,12 +514,13 @@ impl CpuKernels {
         let (tx, rx) = std::sync::mpsc::channel();
         h.try_spawn(async move {
             let h = Handle::try_current().expect("a task runs inside its runtime");
-            let warm = inputs.run_once(&h, kernel, n).as_secs_f64();
+            let run = inputs.prepare(&h, kernel, n);
+            let warm = run().as_secs_f64();
             let mut v = vec![];
             for _ in 0..calls(reps, warm) {
                 // One run per poll: the P is given back to the scheduler between runs.
                 yield_now().await;
-                v.push(inputs.run_once(&h, kernel, n).as_secs_f64());
+                v.push(run().as_secs_f64());
             }
             // The receiver waits for exactly this message; it cannot be gone.
             let _ = tx.send(middle(v));
@@ -532,40 +533,46 @@ impl CpuKernels {
 }
 
 impl CpuInputs {
-    /// One `parallel_for` of `kernel` at `n` on `h`'s Ps, from the calling task; its wall time.
-    fn run_once(&self, h: &Handle, kernel: &str, n: usize) -> Duration {
+    /// Makes the buffers for `kernel` at `n` on `h`'s Ps once, and returns one timed run: a
+    /// `parallel_for` from the calling task, its wall time (the buffers are reused run after
+    /// run, so no timed run pays for allocating or filling them).
+    fn prepare<'a>(&'a self, h: &'a Handle, kernel: &str, n: usize) -> Box<dyn Fn() -> Duration + Send + 'a> {
         let p = h.procs().max(1);
         match kernel {
             "black_scholes" => {
                 let input = self.bs.as_in();
                 let g = grain(n, p);
                 let bufs = chunk_bufs(n.div_ceil(g), 6 * g);
-                timed(h, n, g, |r| {
-                    let mut buf = bufs[r.start / g].lock();
-                    let m = r.len();
-                    let (price, rest) = buf[..6 * m].split_at_mut(m);
-                    let (delta, rest) = rest.split_at_mut(m);
-                    let (gamma, rest) = rest.split_at_mut(m);
-                    let (vega, rest) = rest.split_at_mut(m);
-                    let (theta, rho) = rest.split_at_mut(m);
-                    let sub = BsIn {
-                        spot: &input.spot[r.clone()],
-                        strike: &input.strike[r.clone()],
-                        t: &input.t[r.clone()],
-                        rate: &input.rate[r.clone()],
-                        vol: &input.vol[r.clone()],
-                        kind: &input.kind[r.clone()],
-                    };
-                    let mut out = BsOut { price, delta, gamma, vega, theta, rho };
-                    black_box(black_scholes::price_greeks(&sub, &mut out)).ok();
+                Box::new(move || {
+                    timed(h, n, g, |r| {
+                        let mut buf = bufs[r.start / g].lock();
+                        let m = r.len();
+                        let (price, rest) = buf[..6 * m].split_at_mut(m);
+                        let (delta, rest) = rest.split_at_mut(m);
+                        let (gamma, rest) = rest.split_at_mut(m);
+                        let (vega, rest) = rest.split_at_mut(m);
+                        let (theta, rho) = rest.split_at_mut(m);
+                        let sub = BsIn {
+                            spot: &input.spot[r.clone()],
+                            strike: &input.strike[r.clone()],
+                            t: &input.t[r.clone()],
+                            rate: &input.rate[r.clone()],
+                            vol: &input.vol[r.clone()],
+                            kind: &input.kind[r.clone()],
+                        };
+                        let mut out = BsOut { price, delta, gamma, vega, theta, rho };
+                        black_box(black_scholes::price_greeks(&sub, &mut out)).ok();
+                    })
                 })
             }
             "saxpy" => {
                 let g = grain(n, p);
                 let bufs = chunk_bufs(n.div_ceil(g), g);
-                timed(h, n, g, |r| {
-                    let mut y = bufs[r.start / g].lock();
-                    black_box(saxpy::saxpy(0.5, &self.xs[r.clone()], &mut y[..r.len()])).ok();
+                Box::new(move || {
+                    timed(h, n, g, |r| {
+                        let mut y = bufs[r.start / g].lock();
+                        black_box(saxpy::saxpy(0.5, &self.xs[r.clone()], &mut y[..r.len()])).ok();
+                    })
                 })
             }
             "sgemm" => {
@@ -573,22 +580,26 @@ impl CpuInputs {
                 // Row blocks: at least 8 rows (one register tile's worth), a few per P.
                 let g = n.div_ceil(CHUNKS_PER_P * p).max(8);
                 let bufs = chunk_bufs(n.div_ceil(g), g * n);
-                timed(h, n, g, |r| {
-                    let mut c = bufs[r.start / g].lock();
-                    let rows = r.len();
-                    black_box(sgemm::sgemm_rows(n, n, n, &a, &a, r, &mut c[..rows * n])).ok();
+                Box::new(move || {
+                    timed(h, n, g, |r| {
+                        let mut c = bufs[r.start / g].lock();
+                        let rows = r.len();
+                        black_box(sgemm::sgemm_rows(n, n, n, &a, &a, r, &mut c[..rows * n])).ok();
+                    })
                 })
             }
             _ => {
                 let blocks = n / 4;
                 let g = grain(blocks, p).min(blocks.max(1)); // blocks: a chunk of 4096 is 16k paths
-                timed(h, blocks, g, |r| {
-                    black_box(monte_carlo::option_paths_sum(
-                        MC_SEED,
-                        &self.contract,
-                        r.start as u64,
-                        r.len() as u64,
-                    ));
+                Box::new(move || {
+                    timed(h, blocks, g, |r| {
+                        black_box(monte_carlo::option_paths_sum(
+                            MC_SEED,
+                            &self.contract,
+                            r.start as u64,
+                            r.len() as u64,
+                        ));
+                    })
                 })
             }
         }
