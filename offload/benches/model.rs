@@ -3,7 +3,8 @@
 //! 1. A full calibration of the device at hand (`Device::detect`: `GMPRT_DEVICE`, else CUDA if
 //!    present, else Host; what `explain
 //!    --device host --save-profile` writes), on all host threads.
-//! 2. At sizes the calibration did **not** sample (its grid is powers of two; these are
+//! 2. At sizes the calibration did **not** sample (its grid is powers of two, and 3·2ᵏ sides
+//!    for SGEMM; these are
 //!    10k, 30k, 100k, 300k, 1M, 3M items, and N = 80, 160, 320, 640 for SGEMM), each
 //!    prediction against a fresh measurement (median of [`REPS`] runs after a warm-up):
 //!    * `kernel`: the device's kernel phase with the data resident;

@@ -2,8 +2,9 @@
 //!
 //! GPU end to end = queue wait + launch (launch + sync of an empty kernel) + H2D (pinned fit,
 //! 0 when resident) + kernel (device fit at the work of n) + D2H (pinned fit, 0 when
-//! resident). CPU = the CPU fit of each P count. The crossover comes from the same linear
-//! fits: in closed form for item kernels, by bisection over N for square matrices.
+//! resident). CPU = the CPU fit of each P count. The crossover comes from the same fits (one
+//! to four regimes each): the asymptotes say whether the GPU can ever win, and one search —
+//! a geometric grid, then bisection — finds n* for every kernel (see [`CostModel::crossover`]).
 use super::profile::{DeviceProfile, KernelProfile, Size};
 use crate::error::OffloadError;
 
@@ -184,7 +185,7 @@ impl CostModel {
             hi *= 2.0;
         }
         // Walk down the grid to the first size where the GPU does not win.
-        let lo = loop {
+        let mut lo = loop {
             if hi <= 1.0 {
                 return Ok(Crossover::Always); // f(1) < 0: the GPU wins at every size
             }
@@ -196,7 +197,6 @@ impl CostModel {
         };
         // f(lo) ≥ 0 > f(hi), one grid step apart: bisect until the bracket is well under one
         // unit of n (or at f64's resolution, for huge n), so ceil(hi) is n*.
-        let mut lo = lo;
         for _ in 0..200 {
             if hi - lo <= 1e-3 || hi - lo <= hi * 1e-12 {
                 break;

@@ -31,7 +31,8 @@ pub struct Sample {
     pub secs: f64,
 }
 
-/// The line of the lower regime of a two-regime [`LinFit`]: used for `x < upto`.
+/// The line of one lower regime of a [`LinFit`]: used for x below `upto` (and at or above
+/// the previous regime's `upto`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Regime {
     /// The break: sizes below it use this line.

@@ -1,6 +1,7 @@
 //! The cost model: placement is a cost decision, not a default.
 //!
-//! * [`fit`] — least-squares `t = intercept + slope · x` fits with their raw samples;
+//! * [`fit`] — least-squares `t = intercept + slope · x` fits, one per regime (up to four),
+//!   with their raw samples;
 //! * [`profile`] — a [`DeviceProfile`]: what [`calibrate()`] measured (or published figures,
 //!   labelled so), saved to and loaded from JSON;
 //! * [`cost`] — [`CostModel::predict`] (a per-phase breakdown and the verdict) and
