@@ -26,11 +26,49 @@
 //! * D2H: `profile.d2h.pinned.eval(4 · out_words)` seconds.
 //!
 //! Every line [`SimBackend::describe`] produces contains `simulated from <profile label>`.
+//!
+//! # Pacing record
+//!
+//! Each [`Slot::run`] on a simulated slot that succeeds also appends a [`Pacing`] to its
+//! backend's record ([`SimBackend::pacings`], shared by every clone and slot of the backend;
+//! the last [`PACING_CAPACITY`] runs are kept): the duration each phase was paced *to* (the
+//! prediction above) next to the duration measured. The targets are pure functions of the
+//! profile and the run's sizes, so a test can compare them with the cost model exactly and
+//! check a measured phase only against its own target (`measured ≥ target`: a wait never ends
+//! early) — never against a wall-clock budget, which a loaded machine overruns at will. The
+//! [`Device`](crate::Device) bulk helpers that pace without a slot (`sgemm`,
+//! `option_paths_sum`, `pi_hits`) are not recorded.
 use crate::backend::{Backend, Job, PhaseTimes, Phases, Slot};
 use crate::error::OffloadError;
 use crate::model::{DeviceProfile, KernelProfile, Size};
 use gmprt_kernels::KernelError;
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// How many [`Pacing`]s a [`SimBackend`] keeps (older ones are dropped), as many as a
+/// Batcher keeps timelines.
+pub const PACING_CAPACITY: usize = crate::timeline::TIMELINE_CAPACITY;
+
+/// One [`Slot::run`] on a simulated slot: what each phase was paced to, and what it took
+/// (see "Pacing record" in the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pacing {
+    /// The job's [`Job::name`].
+    pub job: &'static str,
+    /// Items in the run.
+    pub n: usize,
+    /// Words uploaded by H2D (when it ran).
+    pub in_words: usize,
+    /// Words downloaded by D2H (when it ran).
+    pub out_words: usize,
+    /// The duration each phase was paced to: the profile's prediction; zero for a phase not
+    /// run, and for the kernel of a job the profile does not know (not paced).
+    pub target: PhaseTimes,
+    /// The duration each phase took, as [`Slot::run`] returned it: never less than `target`.
+    pub measured: PhaseTimes,
+}
 
 /// The profile kernel a job's [`Job::name`] is paced by: `black_scholes`, `saxpy`,
 /// `monte_carlo` map to themselves; `sgemm`, `small_sgemm` and `sgemm_batched` map to `sgemm`.
@@ -83,12 +121,29 @@ pub(crate) fn paced<T>(predicted: Duration, work: impl FnOnce() -> T) -> (T, Dur
 #[derive(Clone, Debug)]
 pub struct SimBackend {
     profile: DeviceProfile,
+    /// The pacing record, shared by clones and slots (see the module docs).
+    pacings: Arc<Mutex<VecDeque<Pacing>>>,
 }
 
 impl SimBackend {
     /// A simulated device pacing every phase by `profile`.
     pub fn new(profile: DeviceProfile) -> SimBackend {
-        SimBackend { profile }
+        SimBackend { profile, pacings: Arc::default() }
+    }
+
+    /// The last [`PACING_CAPACITY`] slot runs of this backend (and its clones), oldest
+    /// first: each phase's pacing target and measured time (see the module docs).
+    pub fn pacings(&self) -> Vec<Pacing> {
+        self.pacings.lock().iter().copied().collect()
+    }
+
+    /// Appends `p` to the pacing record, dropping the oldest beyond [`PACING_CAPACITY`].
+    fn record(&self, p: Pacing) {
+        let mut log = self.pacings.lock();
+        if log.len() == PACING_CAPACITY {
+            log.pop_front();
+        }
+        log.push_back(p);
     }
 
     /// The profile the phases are paced by.
@@ -190,32 +245,33 @@ impl Slot for SimSlot {
             }
             .into());
         }
-        let mut times = PhaseTimes::default();
+        let (mut times, mut target) = (PhaseTimes::default(), PhaseTimes::default());
         if phases.h2d {
+            target.h2d = self.sim.h2d_time(4.0 * in_words as f64);
             let (dev_in, staging_in) = (&mut self.dev_in, &self.staging_in);
-            let ((), t) = paced(self.sim.h2d_time(4.0 * in_words as f64), || {
-                dev_in[..in_words].copy_from_slice(&staging_in[..in_words])
-            });
+            let ((), t) = paced(target.h2d, || dev_in[..in_words].copy_from_slice(&staging_in[..in_words]));
             times.h2d = t;
         }
         if phases.kernel {
-            let predicted = self
+            target.kernel = self
                 .sim
                 .slot_work(job.name(), n, out_words)
                 .and_then(|w| self.sim.kernel_time(job.name(), w))
                 .unwrap_or(Duration::ZERO);
             let (dev_in, dev_out) = (&self.dev_in, &mut self.dev_out);
-            let (r, t) = paced(predicted, || job.run_host(n, &dev_in[..in_words], &mut dev_out[..out_words]));
+            let (r, t) =
+                paced(target.kernel, || job.run_host(n, &dev_in[..in_words], &mut dev_out[..out_words]));
             r.map_err(|msg| OffloadError::Batch { batch: 0, kernel: job.name(), msg })?;
             times.kernel = t;
         }
         if phases.d2h {
+            target.d2h = self.sim.d2h_time(4.0 * out_words as f64);
             let (staging_out, dev_out) = (&mut self.staging_out, &self.dev_out);
-            let ((), t) = paced(self.sim.d2h_time(4.0 * out_words as f64), || {
-                staging_out[..out_words].copy_from_slice(&dev_out[..out_words])
-            });
+            let ((), t) =
+                paced(target.d2h, || staging_out[..out_words].copy_from_slice(&dev_out[..out_words]));
             times.d2h = t;
         }
+        self.sim.record(Pacing { job: job.name(), n, in_words, out_words, target, measured: times });
         Ok(times)
     }
 }
