@@ -42,6 +42,12 @@ use crossbeam_utils::CachePadded;
 use std::future::Future;
 use std::sync::Arc;
 
+crate::loom::thread_local! {
+    /// The runtimes (their `Shared`'s address) whose global queue this thread is draining at
+    /// shutdown; see `Shared::drain_injector`. Usually empty; one entry per runtime at most.
+    static DRAINING: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// What `Builder` decided.
 pub(crate) struct Config {
     pub(crate) procs: usize,
@@ -310,7 +316,32 @@ impl Shared {
         self.wakep();
     }
 
+    /// Cancels every task in the global queue; only after shutdown set the flag.
+    ///
+    /// Bounded stack: cancelling a task drops its future, which can wake another task (its
+    /// parent awaiting its `JoinHandle`, the next stage of a channel pipeline), whose wake
+    /// comes back here through `inject`. Were that nested call to drain too, a chain of a
+    /// million parked tasks would nest a million frames and overflow the stack. So a thread
+    /// that is already draining this runtime only pushes (see `inject`) and returns: the loop
+    /// below, further up the same stack, pops what it pushed, since it runs until the queue is
+    /// empty. Nesting is thus at most one level per runtime (a wake into *another* shut-down
+    /// runtime drains that one, whose own nested wakes only push).
     fn drain_injector(&self) {
+        let me = self as *const Shared as usize;
+        debug_assert!(self.is_shutdown(), "drain_injector before shutdown");
+        if DRAINING.with(|d| d.borrow().contains(&me)) {
+            return; // an outer frame of this thread is draining; it will pop what we pushed
+        }
+        DRAINING.with(|d| d.borrow_mut().push(me));
+        // Popped on the way out, unwinding included, so a panicking destructor does not leave
+        // this thread believing it drains (later wakes would then strand their tasks).
+        struct Done(usize);
+        impl Drop for Done {
+            fn drop(&mut self) {
+                DRAINING.with(|d| d.borrow_mut().retain(|&r| r != self.0));
+            }
+        }
+        let _done = Done(me);
         loop {
             match self.injector.steal() {
                 Steal::Success(t) => t.shutdown(),
