@@ -303,7 +303,9 @@ impl Shared {
     }
 
     /// Pushes onto the global queue and wakes an M. After shutdown the pusher drains the queue
-    /// itself (see `shutdown`), so a wake racing shutdown never strands a task.
+    /// itself (see `shutdown`), so a wake racing shutdown never strands a task; a pusher that
+    /// is already draining this runtime further up its own stack leaves the task to that loop
+    /// (see `drain_injector`: bounded stack).
     pub(crate) fn inject(&self, task: Notified) {
         self.injector.push(task);
         // Pairs with the fence in `shutdown`: either we see the flag, or shutdown's drain sees
@@ -396,6 +398,9 @@ impl Shared {
     ///
     /// After 2 no M polls anything, so 3 and 4 own every unfinished future; each is dropped
     /// exactly once because cancelling goes through the state word (`transition_to_shutdown`).
+    /// A cancelled future's drop may wake other tasks; those wakes land in the global queue and
+    /// are cancelled by the drain loop already on the stack, never by a nested one, so the stack
+    /// stays bounded whatever the shape of the task graph (`drain_injector`).
     pub(crate) fn shutdown(&self) {
         if self.shutdown.swap(true, SeqCst) {
             return;
