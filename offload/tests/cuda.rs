@@ -1,33 +1,294 @@
-//! CUDA backend tests. Two kinds:
-//! * `nvrtc_*`: need only libnvrtc (no GPU) — every embedded `.cu` source must compile for
-//!   sm_90-class PTX. They run wherever libnvrtc loads and otherwise print `skipped: <why>`.
-//! * everything else needs a device: when `probe(0)` fails each test prints
-//!   `skipped: <reason>` and returns. With a GPU they compare every kernel with its CPU twin
-//!   (and the f64 reference), exactly where the math is integer (π hits).
+//! CUDA backend tests, run by a [libtest-mimic](https://docs.rs/libtest-mimic) harness
+//! (`[[test]] name = "cuda" harness = false` in `offload/Cargo.toml`), so that every test
+//! decides *at run time* whether it can run, and one that cannot is reported as **ignored**
+//! with the reason — never as passed. The kind of each test is shown in brackets:
+//! * `[nvrtc]` needs only libnvrtc (no GPU): every embedded `.cu` source must compile for
+//!   sm_90- and sm_80-class PTX, and a compile error must come back with NVRTC's log;
+//! * `[gpu]` needs a device (`cuda::probe(0)`, then `CudaBackend::new(0)`): every kernel
+//!   against its CPU twin (and the f64 reference), exactly where the math is integer (π hits);
+//!   all of them share one backend (one context, modules compiled once);
+//! * `[host]` needs neither and always runs: the CPU twin against the `.cu` source's known
+//!   answers, and `probe` agreeing with `CudaBackend::new` whether or not a GPU is there;
+//! * `[harness]` checks this harness itself: it re-runs this binary on one `[gpu]` and one
+//!   `[nvrtc]` test, with and without `GMPRT_REQUIRE_GPU`, and checks what is reported.
 //!
-//! All GPU tests share one backend (one context, modules compiled once).
+//! What a skip looks like on a machine without a GPU (the reason is printed once to stderr
+//! before the run, then on every skipped test's line, and the summary counts it):
+//! ```text
+//! cuda tests: no GPU here (no libcuda.so (CUDA driver library not found)): 12 [gpu] test(s) will be reported as ignored; GMPRT_REQUIRE_GPU=1 makes them fail
+//! test [gpu] saxpy_matches_cpu ... ignored (no GPU: no libcuda.so (CUDA driver library not found))
+//! test result: ok. 3 passed; 0 failed; 14 ignored; 0 measured; 0 filtered out
+//! ```
+//! A device that probes but cannot be opened (`CudaBackend::new` fails) is a failure, not a
+//! skip: something is broken, not absent.
+//!
+//! `GMPRT_REQUIRE_GPU=1` makes every test that would be ignored **fail** with the same
+//! reason (`[gpu]` tests without a GPU, `[nvrtc]` tests without libnvrtc), for runs where a
+//! missing driver must not go unnoticed; unset, empty or `0` is the default. Any other value
+//! fails those tests with a message naming the accepted values.
+//!
+//! On a GPU machine (libcuda.so from the driver, libnvrtc.so.13 on the loader's path, e.g.
+//! the `nvidia-cuda-nvrtc` wheel's `cu13/lib` as `.ci/run` installs it):
+//! ```text
+//! GMPRT_REQUIRE_GPU=1 LD_LIBRARY_PATH=<dir of libnvrtc.so.13> cargo test --release -p gmprt-offload --test cuda
+//! ```
+//! CI (`.ci/run`) runs the `[nvrtc]` tests alone: `cargo test ... --test cuda nvrtc --
+//! --nocapture`. Filters, `--exact`, `--skip`, `--list`, `--ignored` and `--test-threads` work as
+//! with the built-in harness; libtest-mimic never captures output, so `--nocapture` is
+//! accepted and changes nothing (test output always shows).
 use gmprt_kernels::black_scholes::{self, Contract, OptionKind, IN_WORDS, OUT_WORDS};
 use gmprt_kernels::cuda::{CudaSource, ALL, CALIB, FN_COPY, FN_EMPTY};
 use gmprt_offload::backend::{Backend, Job, Phases};
 use gmprt_offload::cuda::{self, nvrtc, CudaBackend, LaunchCtx};
 use gmprt_offload::OffloadError;
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use std::process::{Command, ExitCode};
 use std::sync::OnceLock;
 
-/// The shared backend, or why there is none.
-fn backend(test: &str) -> Option<&'static CudaBackend> {
-    static B: OnceLock<Result<CudaBackend, String>> = OnceLock::new();
+/// The variable that turns a skipped (ignored) CUDA test into a failure.
+const REQUIRE_ENV: &str = "GMPRT_REQUIRE_GPU";
+
+/// Whether `GMPRT_REQUIRE_GPU` asks for a GPU; `Err` names a value that is neither.
+fn require_gpu() -> Result<bool, String> {
+    match std::env::var(REQUIRE_ENV) {
+        Err(std::env::VarError::NotPresent) => Ok(false),
+        Ok(v) if v.trim().is_empty() || v.trim() == "0" => Ok(false),
+        Ok(v) if v.trim() == "1" => Ok(true),
+        Ok(v) => Err(format!("{REQUIRE_ENV} must be 1 (require a GPU and NVRTC) or 0 / unset, got {v:?}")),
+        Err(e) => Err(format!("{REQUIRE_ENV} must be 1 or 0 / unset: {e}")),
+    }
+}
+
+/// Why a test cannot run here.
+#[derive(Clone, Debug)]
+enum Gate {
+    /// What it needs is absent (no driver, no device, no libnvrtc): a skip, reported as
+    /// ignored — or a failure under `GMPRT_REQUIRE_GPU=1`.
+    Missing(String),
+    /// What it needs is present but broken (the device probes, the backend does not open):
+    /// always a failure.
+    Broken(String),
+}
+
+/// The shared backend, or why there is none. Probed and opened once per process.
+fn gpu() -> Result<&'static CudaBackend, Gate> {
+    static B: OnceLock<Result<CudaBackend, Gate>> = OnceLock::new();
     let b = B.get_or_init(|| match cuda::probe(0) {
-        Err(reason) => Err(reason),
-        Ok(()) => CudaBackend::new(0).map_err(|e| format!("probe passed but CudaBackend::new failed: {e}")),
+        Err(reason) => Err(Gate::Missing(reason)),
+        Ok(()) => CudaBackend::new(0)
+            .map_err(|e| Gate::Broken(format!("cuda::probe(0) passed but CudaBackend::new(0) failed: {e}"))),
     });
-    match b {
-        Ok(b) => Some(b),
-        Err(reason) if reason.starts_with("probe passed") => panic!("{test}: {reason}"),
-        Err(reason) => {
-            println!("skipped: {test}: {reason}");
-            None
+    b.as_ref().map_err(Clone::clone)
+}
+
+/// libnvrtc, or why it cannot be used.
+fn nvrtc_gate() -> Result<(), Gate> {
+    nvrtc::available().map_err(Gate::Missing)
+}
+
+/// The outcome of a test that cannot run: ignored with `what: reason`, or (under
+/// `GMPRT_REQUIRE_GPU=1`, or when broken) a failure naming the reason.
+fn cannot_run(what: &str, gate: Gate) -> Result<Completion, Failed> {
+    match (gate, require_gpu()) {
+        (Gate::Broken(msg), _) => Err(msg.into()),
+        (Gate::Missing(_), Err(bad)) => Err(bad.into()),
+        (Gate::Missing(reason), Ok(true)) => Err(format!("{REQUIRE_ENV}=1 and {what}: {reason}").into()),
+        (Gate::Missing(reason), Ok(false)) => Ok(Completion::ignored_with(format!("{what}: {reason}"))),
+    }
+}
+
+/// A `[gpu]` test: runs `f` on the shared backend, or is ignored (or fails) without one.
+fn gpu_test(name: &'static str, f: fn(&CudaBackend)) -> Trial {
+    Trial::ignorable_test(name, move || match gpu() {
+        Ok(b) => {
+            f(b);
+            Ok(Completion::Completed)
+        }
+        Err(gate) => cannot_run("no GPU", gate),
+    })
+    .with_kind("gpu")
+}
+
+/// An `[nvrtc]` test: runs `f` where libnvrtc loads, or is ignored (or fails) elsewhere.
+fn nvrtc_test(name: &'static str, f: fn()) -> Trial {
+    Trial::ignorable_test(name, move || match nvrtc_gate() {
+        Ok(()) => {
+            f();
+            Ok(Completion::Completed)
+        }
+        Err(gate) => cannot_run("no NVRTC", gate),
+    })
+    .with_kind("nvrtc")
+}
+
+/// A `[host]` test: needs neither a GPU nor NVRTC, always runs.
+fn host_test(name: &'static str, f: fn()) -> Trial {
+    Trial::test(name, move || {
+        f();
+        Ok(())
+    })
+    .with_kind("host")
+}
+
+/// The `[gpu]` and `[nvrtc]` tests the harness check re-runs (cheap: no kernel launch, one
+/// tiny compile).
+const GPU_PROBE_TEST: &str = "device_describes_itself";
+const NVRTC_PROBE_TEST: &str = "nvrtc_reports_compile_errors_with_the_log";
+
+fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let trials = vec![
+        nvrtc_test("nvrtc_compiles_every_source", nvrtc_compiles_every_source),
+        nvrtc_test(NVRTC_PROBE_TEST, nvrtc_reports_compile_errors_with_the_log),
+        host_test(
+            "cpu_pi_hits_match_the_cuda_source_known_answers",
+            cpu_pi_hits_match_the_cuda_source_known_answers,
+        ),
+        host_test("probe_and_new_never_panic_and_agree", probe_and_new_never_panic_and_agree),
+        gpu_test(GPU_PROBE_TEST, device_describes_itself),
+        gpu_test("black_scholes_matches_cpu_and_f64_reference", black_scholes_matches_cpu_and_f64_reference),
+        gpu_test("black_scholes_edge_contracts_stay_finite", black_scholes_edge_contracts_stay_finite),
+        gpu_test("saxpy_matches_cpu", saxpy_matches_cpu),
+        gpu_test("pi_hits_equal_cpu_exactly", pi_hits_equal_cpu_exactly),
+        gpu_test(
+            "option_paths_agree_with_cpu_and_black_scholes",
+            option_paths_agree_with_cpu_and_black_scholes,
+        ),
+        gpu_test("sgemm_matches_cpu", sgemm_matches_cpu),
+        gpu_test("sgemm_batched_on_a_slot_matches_cpu", sgemm_batched_on_a_slot_matches_cpu),
+        gpu_test("slot_resident_runs_time_each_phase_alone", slot_resident_runs_time_each_phase_alone),
+        gpu_test("slot_errors_leave_it_usable", slot_errors_leave_it_usable),
+        gpu_test("two_slots_on_two_threads_stay_independent", two_slots_on_two_threads_stay_independent),
+        gpu_test("calibration_kernels_run", calibration_kernels_run),
+        Trial::test("skips_are_ignored_with_the_reason_and_required_gpu_fails", harness_reports_skips)
+            .with_kind("harness"),
+    ];
+    if !args.list {
+        announce_skips(&args, &trials);
+    }
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// Says once, on stderr before the run, which selected tests will be skipped and why.
+fn announce_skips(args: &Arguments, trials: &[Trial]) {
+    let selected =
+        |kind: &str| trials.iter().filter(|t| t.kind() == kind && !args.is_filtered_out(t)).count();
+    let then = match require_gpu() {
+        Ok(false) => format!("will be reported as ignored; {REQUIRE_ENV}=1 makes them fail"),
+        Ok(true) => format!("will FAIL ({REQUIRE_ENV}=1)"),
+        Err(bad) => format!("will FAIL: {bad}"),
+    };
+    let (gpus, nvrtcs) = (selected("gpu"), selected("nvrtc"));
+    if gpus > 0 {
+        match gpu() {
+            Err(Gate::Missing(reason)) => {
+                eprintln!("cuda tests: no GPU here ({reason}): {gpus} [gpu] test(s) {then}")
+            }
+            Err(Gate::Broken(msg)) => eprintln!("cuda tests: {msg}: {gpus} [gpu] test(s) will FAIL"),
+            Ok(b) => eprintln!("cuda tests: {gpus} [gpu] test(s) run on {}", b.describe()),
         }
     }
+    if nvrtcs > 0 {
+        match nvrtc_gate() {
+            Err(Gate::Missing(reason) | Gate::Broken(reason)) => {
+                eprintln!("cuda tests: no NVRTC here ({reason}): {nvrtcs} [nvrtc] test(s) {then}")
+            }
+            Ok(()) => match nvrtc::version() {
+                Ok((major, minor)) => {
+                    eprintln!("cuda tests: {nvrtcs} [nvrtc] test(s) run with NVRTC {major}.{minor}")
+                }
+                Err(e) => {
+                    eprintln!("cuda tests: libnvrtc loads but {e}: {nvrtcs} [nvrtc] test(s) will say more")
+                }
+            },
+        }
+    }
+}
+
+/// `[harness]`: re-runs this binary on one `[gpu]` and one `[nvrtc]` test and checks that a
+/// missing GPU (NVRTC) is reported as ignored with the reason, that `GMPRT_REQUIRE_GPU=1` makes
+/// it a failure (exit status 101) with the reason, that a bad value of the variable fails,
+/// and that where the GPU (NVRTC) is present the test passes either way.
+fn harness_reports_skips() -> Result<(), Failed> {
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let run = |test: &str, require: Option<&str>| -> Result<(Option<i32>, String), Failed> {
+        let mut cmd = Command::new(&exe);
+        cmd.args(["--exact", test, "--color", "never", "--test-threads", "1"]);
+        match require {
+            Some(v) => cmd.env(REQUIRE_ENV, v),
+            None => cmd.env_remove(REQUIRE_ENV),
+        };
+        let out = cmd.output().map_err(|e| format!("running {}: {e}", exe.display()))?;
+        let text =
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        Ok((out.status.code(), text))
+    };
+    let check = |ok: bool, what: &str, text: &str| -> Result<(), Failed> {
+        if ok {
+            Ok(())
+        } else {
+            Err(format!("{what}; the child's output was:\n{text}").into())
+        }
+    };
+    let listed = Command::new(&exe).arg("--list").output().map_err(|e| format!("--list: {e}"))?;
+    let list = String::from_utf8_lossy(&listed.stdout);
+    check(
+        list.contains(&format!("[gpu] {GPU_PROBE_TEST}: test"))
+            && list.contains(&format!("[nvrtc] {NVRTC_PROBE_TEST}: test")),
+        "--list must name each test with its kind",
+        &list,
+    )?;
+
+    let gates = [
+        ("gpu", GPU_PROBE_TEST, "no GPU", gpu().map(|_| ())),
+        ("nvrtc", NVRTC_PROBE_TEST, "no NVRTC", nvrtc_gate()),
+    ];
+    for (kind, test, what, gate) in gates {
+        let line = format!("test [{kind}] {test} ... ");
+        let (code, text) = run(test, None)?;
+        match &gate {
+            Ok(()) => check(
+                code == Some(0) && text.contains(&format!("{line}ok")) && text.contains(" 1 passed;"),
+                &format!("{test} must pass where its {kind} is present"),
+                &text,
+            )?,
+            Err(Gate::Missing(reason)) => check(
+                code == Some(0)
+                    && text.contains(&format!("{line}ignored ({what}: {reason})"))
+                    && text.contains(" 0 passed; 0 failed; 1 ignored;"),
+                &format!("without {REQUIRE_ENV}, {test} must be reported as ignored with the reason"),
+                &text,
+            )?,
+            Err(Gate::Broken(_)) => {
+                check(code == Some(101), &format!("{test} must fail on a broken {kind}"), &text)?
+            }
+        }
+        let (code, text) = run(test, Some("1"))?;
+        match &gate {
+            Ok(()) => check(
+                code == Some(0) && text.contains(" 1 passed;"),
+                &format!("{test} must pass under {REQUIRE_ENV}=1 where its {kind} is present"),
+                &text,
+            )?,
+            Err(Gate::Missing(reason) | Gate::Broken(reason)) => check(
+                code == Some(101)
+                    && text.contains(&format!("{line}FAILED"))
+                    && text.contains(reason.as_str())
+                    && text.contains(" 0 passed; 1 failed;"),
+                &format!("under {REQUIRE_ENV}=1, {test} must fail with the reason"),
+                &text,
+            )?,
+        }
+        if gate.is_err() {
+            let (code, text) = run(test, Some("yes"))?;
+            check(
+                code == Some(101) && text.contains(&format!("{REQUIRE_ENV} must be 1")),
+                &format!("{REQUIRE_ENV}=yes must fail {test}, naming the accepted values"),
+                &text,
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn f32s(words: &[u32]) -> Vec<f32> {
@@ -45,12 +306,7 @@ fn det(i: u64, salt: u64) -> f32 {
 
 // ---------------------------------------------------------------- NVRTC only (no GPU) ---
 
-#[test]
 fn nvrtc_compiles_every_source() {
-    if let Err(why) = nvrtc::available() {
-        println!("skipped: nvrtc_compiles_every_source: {why}");
-        return;
-    }
     let version = nvrtc::version().expect("nvrtcVersion");
     for cc in [(9, 0), (8, 0)] {
         for src in ALL {
@@ -79,12 +335,7 @@ fn nvrtc_compiles_every_source() {
     }
 }
 
-#[test]
 fn nvrtc_reports_compile_errors_with_the_log() {
-    if let Err(why) = nvrtc::available() {
-        println!("skipped: nvrtc_reports_compile_errors_with_the_log: {why}");
-        return;
-    }
     let bad = CudaSource {
         name: "broken",
         src: "extern \"C\" __global__ void broken(float* x) { x[0] = undeclared_name; }",
@@ -105,7 +356,6 @@ fn nvrtc_reports_compile_errors_with_the_log() {
 const PI_KNOWN: [(u64, u64, u64); 3] =
     [(42, 1_000_000, 1_571_050), (1, 1000, 1603), (0xDEAD_BEEF_CAFE_BABE, 3_000_017, 4_711_977)];
 
-#[test]
 fn cpu_pi_hits_match_the_cuda_source_known_answers() {
     // No GPU needed: ties the CPU twin to the stream the .cu source draws.
     for (seed, blocks, hits) in PI_KNOWN {
@@ -113,11 +363,11 @@ fn cpu_pi_hits_match_the_cuda_source_known_answers() {
     }
 }
 
-#[test]
+/// `[host]`: without a device, `probe` and `CudaBackend::new` give the same reason (and
+/// neither panics); with one, the shared backend opened.
 fn probe_and_new_never_panic_and_agree() {
     match cuda::probe(0) {
         Err(reason) => {
-            println!("skipped: probe_and_new_never_panic_and_agree (GPU part): {reason}");
             assert!(!reason.is_empty());
             match CudaBackend::new(0) {
                 Err(OffloadError::NoDevice { reason: r }) => assert_eq!(r, reason),
@@ -126,14 +376,20 @@ fn probe_and_new_never_panic_and_agree() {
             }
         }
         Ok(()) => {
-            let b = backend("probe_and_new_never_panic_and_agree").expect("probe passed");
-            let d = b.describe();
-            assert!(d.starts_with("cuda:0 ") && d.contains("(sm_") && d.contains("driver "), "{d}");
-            println!("{d}; {} SMs", b.sm_count());
-            let far = cuda::probe(1 << 20).expect_err("no machine has 2^20 GPUs");
-            assert!(far.starts_with("device 1048576 not present (only "), "{far}");
+            if let Err(gate) = gpu() {
+                panic!("probe passed but the backend did not open: {gate:?}");
+            }
         }
     }
+}
+
+/// `[gpu]`: the description names the device; a far ordinal is refused by number.
+fn device_describes_itself(b: &CudaBackend) {
+    let d = b.describe();
+    assert!(d.starts_with("cuda:0 ") && d.contains("(sm_") && d.contains("driver "), "{d}");
+    println!("{d}; {} SMs", b.sm_count());
+    let far = cuda::probe(1 << 20).expect_err("no machine has 2^20 GPUs");
+    assert!(far.starts_with("device 1048576 not present (only "), "{far}");
 }
 
 // ------------------------------------------------------------------------ test jobs ---
@@ -234,9 +490,7 @@ fn run_bs(b: &CudaBackend, contracts: &[Contract]) -> Vec<u32> {
 
 // ------------------------------------------------------------------------ GPU tests ---
 
-#[test]
-fn black_scholes_matches_cpu_and_f64_reference() {
-    let Some(b) = backend("black_scholes_matches_cpu_and_f64_reference") else { return };
+fn black_scholes_matches_cpu_and_f64_reference(b: &CudaBackend) {
     let n = 100_000;
     let chain = black_scholes::synthetic_chain(n, 7);
     let gpu = run_bs(b, &chain);
@@ -284,9 +538,7 @@ fn black_scholes_matches_cpu_and_f64_reference() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-#[test]
-fn black_scholes_edge_contracts_stay_finite() {
-    let Some(b) = backend("black_scholes_edge_contracts_stay_finite") else { return };
+fn black_scholes_edge_contracts_stay_finite(b: &CudaBackend) {
     let c = |spot, strike, t, vol, kind| Contract { spot, strike, t, rate: 0.03, vol, kind };
     let chain = [
         c(100.0, 100.0, 0.0, 0.2, OptionKind::Call), // T = 0 at the money
@@ -309,9 +561,7 @@ fn black_scholes_edge_contracts_stay_finite() {
     assert_eq!(intrinsic.gamma, 0.0);
 }
 
-#[test]
-fn saxpy_matches_cpu() {
-    let Some(b) = backend("saxpy_matches_cpu") else { return };
+fn saxpy_matches_cpu(b: &CudaBackend) {
     let n = 1_000_003; // not a multiple of the block size
     let a = 1.7f32;
     let x: Vec<f32> = (0..n as u64).map(|i| det(i, 1) * 100.0).collect();
@@ -335,9 +585,7 @@ fn saxpy_matches_cpu() {
     }
 }
 
-#[test]
-fn pi_hits_equal_cpu_exactly() {
-    let Some(b) = backend("pi_hits_equal_cpu_exactly") else { return };
+fn pi_hits_equal_cpu_exactly(b: &CudaBackend) {
     for seed in [1u64, 42, 0xDEAD_BEEF_CAFE_BABE] {
         for blocks in [1u64, 255, 1000, 1 << 20, 3_000_017] {
             let (gpu, t) = b.pi_hits(seed, blocks).expect("gpu pi");
@@ -357,9 +605,7 @@ fn pi_hits_equal_cpu_exactly() {
     }
 }
 
-#[test]
-fn option_paths_agree_with_cpu_and_black_scholes() {
-    let Some(b) = backend("option_paths_agree_with_cpu_and_black_scholes") else { return };
+fn option_paths_agree_with_cpu_and_black_scholes(b: &CudaBackend) {
     let blocks = 1u64 << 20; // 4 Mi paths
     for kind in [OptionKind::Call, OptionKind::Put] {
         let c = Contract { spot: 100.0, strike: 105.0, t: 1.0, rate: 0.05, vol: 0.2, kind };
@@ -400,9 +646,7 @@ fn assert_gemm_close(what: &str, k: usize, got: &[f32], want: &[f64]) {
     }
 }
 
-#[test]
-fn sgemm_matches_cpu() {
-    let Some(b) = backend("sgemm_matches_cpu") else { return };
+fn sgemm_matches_cpu(b: &CudaBackend) {
     let (m, n, k) = (123, 77, 45); // odd shapes catch a swapped leading dimension
     let a: Vec<f32> = (0..(m * k) as u64).map(|i| det(i, 3)).collect();
     let bm: Vec<f32> = (0..(k * n) as u64).map(|i| det(i, 4)).collect();
@@ -423,9 +667,7 @@ fn sgemm_matches_cpu() {
     assert!(matches!(b.sgemm(2, 2, 2, &[0.0; 3], &[0.0; 4], &mut [0.0; 4]), Err(OffloadError::Kernel(_))));
 }
 
-#[test]
-fn sgemm_batched_on_a_slot_matches_cpu() {
-    let Some(b) = backend("sgemm_batched_on_a_slot_matches_cpu") else { return };
+fn sgemm_batched_on_a_slot_matches_cpu(b: &CudaBackend) {
     let (count, m, n, k) = (5, 17, 9, 31);
     let (a_len, b_len, c_len) = (count * m * k, count * k * n, count * m * n);
     let mut slot = b.new_slot(a_len + b_len, c_len).expect("slot");
@@ -452,9 +694,7 @@ fn sgemm_batched_on_a_slot_matches_cpu() {
     assert!(slot.staging_out().iter().all(|&w| w == 0), "k = 0 must give C = 0");
 }
 
-#[test]
-fn slot_resident_runs_time_each_phase_alone() {
-    let Some(b) = backend("slot_resident_runs_time_each_phase_alone") else { return };
+fn slot_resident_runs_time_each_phase_alone(b: &CudaBackend) {
     let n = 1 << 16;
     let chain = black_scholes::synthetic_chain(n, 11);
     let mut slot = b.new_slot(n * IN_WORDS, n * OUT_WORDS).expect("slot");
@@ -480,9 +720,7 @@ fn slot_resident_runs_time_each_phase_alone() {
     assert_eq!(slot.staging_out(), &want[..]);
 }
 
-#[test]
-fn slot_errors_leave_it_usable() {
-    let Some(b) = backend("slot_errors_leave_it_usable") else { return };
+fn slot_errors_leave_it_usable(b: &CudaBackend) {
     let n = 1000;
     let mut slot = b.new_slot(2 * n, n).expect("slot");
     // Too many words for the slot's buffers.
@@ -500,9 +738,7 @@ fn slot_errors_leave_it_usable() {
     assert_eq!(out[3], 2.0 * 3.0 + (n + 3) as f32);
 }
 
-#[test]
-fn two_slots_on_two_threads_stay_independent() {
-    let Some(b) = backend("two_slots_on_two_threads_stay_independent") else { return };
+fn two_slots_on_two_threads_stay_independent(b: &CudaBackend) {
     let n = 1 << 20;
     let start = std::time::Instant::now();
     let busy: Vec<std::time::Duration> = std::thread::scope(|s| {
@@ -538,9 +774,7 @@ fn two_slots_on_two_threads_stay_independent() {
     println!("two slots: wall {:?}, device-busy per slot {busy:?} (overlap if wall < sum)", start.elapsed());
 }
 
-#[test]
-fn calibration_kernels_run() {
-    let Some(b) = backend("calibration_kernels_run") else { return };
+fn calibration_kernels_run(b: &CudaBackend) {
     let words = 1 << 20;
     let mut slot = b.new_slot(words, words).expect("slot");
     for (i, w) in slot.staging_in().iter_mut().enumerate() {
