@@ -136,6 +136,8 @@ impl Builder {
     }
 
     /// Prints Go's schedtrace line to stderr every `every` (overrides `GMPRT_SCHEDTRACE`).
+    /// Zero turns it off (as `GMPRT_SCHEDTRACE=0` does); a period past the end of time never
+    /// prints.
     pub fn schedtrace(mut self, every: Duration) -> Self {
         self.schedtrace = Some(every);
         self
@@ -193,7 +195,7 @@ impl Builder {
             },
         };
         let schedtrace = match self.schedtrace {
-            Some(d) => Some(d),
+            Some(d) => Some(d).filter(|d| !d.is_zero()),
             None => Self::env_usize("GMPRT_SCHEDTRACE")?
                 .filter(|&ms| ms > 0)
                 .map(|ms| Duration::from_millis(ms as u64)),

@@ -136,7 +136,8 @@ pub(crate) fn start(
 #[cfg(not(loom))]
 fn run(shared: &Shared, schedtrace: Option<Duration>) {
     let start = Instant::now();
-    let mut next_trace = schedtrace.map(|d| start + d);
+    // A period past the end of time prints no line (`checked_add`: never, not a panic).
+    let mut next_trace = schedtrace.and_then(|d| start.checked_add(d));
     let mut seen = vec![PSeen::default(); shared.procs()];
     let mut warned = false;
     let mut delay = DELAY_MIN;
@@ -173,7 +174,7 @@ fn run(shared: &Shared, schedtrace: Option<Duration>) {
             let now = Instant::now();
             if now >= t {
                 eprintln!("{}", crate::schedtrace::line(shared, now - start));
-                next_trace = Some(t + every);
+                next_trace = t.checked_add(every);
             }
         }
         if shared.sysmon_round(&mut seen, &mut warned) {

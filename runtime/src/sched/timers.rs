@@ -19,11 +19,12 @@ use crate::loom::sync::atomic::Ordering::SeqCst;
 use std::time::Instant;
 
 impl Shared {
-    /// `t` in runtime nanoseconds (at least 1; instants before the epoch map to 1).
+    /// `t` in runtime nanoseconds (at least 1; instants before the epoch map to 1, instants
+    /// more than 584 years after it to `u64::MAX`: saturating, never wrapping to an early time).
     pub(crate) fn nanos(&self, t: Instant) -> u64 {
         // Round up so a timer never fires before its deadline.
         let d = t.saturating_duration_since(self.epoch);
-        (d.as_nanos() as u64).saturating_add(1)
+        u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).saturating_add(1)
     }
 
     /// Now, in runtime nanoseconds.

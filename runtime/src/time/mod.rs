@@ -17,6 +17,12 @@
 //! It may fire late by however long the M that should run it is busy: futures cannot be
 //! preempted (see the crate docs).
 //!
+//! A deadline past the end of time is "never", as in Go and tokio: `sleep(Duration::MAX)`,
+//! `timeout(Duration::MAX, f)` or an `interval` whose next tick cannot be represented as an
+//! `Instant` never fire, and never panic. Such a `Sleep` takes no heap slot: nothing will ever
+//! fire it, so it costs nothing but its task, which parks until woken otherwise or cancelled.
+//! A representable deadline beyond the runtime clock's 584-year range saturates there.
+//!
 //! Memory: a sleeping task costs its cell (64-byte header + the future, whose `Sleep` is ~64
 //! bytes) plus a 16-byte heap slot. Dropping a `Sleep` (cancellation, or a `timeout` whose
 //! future finished first) removes its heap slot at once.
@@ -37,7 +43,8 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 /// Waits until `duration` has elapsed. Must be polled inside a gmprt runtime (a task or
-/// `Runtime::block_on`).
+/// `Runtime::block_on`). A duration that reaches past the end of time (`Duration::MAX`) sleeps
+/// forever: the future stays pending, as Go's `time.Sleep` and tokio's `sleep` do.
 ///
 /// ```
 /// use std::time::{Duration, Instant};
@@ -47,12 +54,12 @@ use std::time::{Duration, Instant};
 /// assert!(t0.elapsed() >= Duration::from_millis(5));
 /// ```
 pub fn sleep(duration: Duration) -> Sleep {
-    sleep_until(Instant::now() + duration)
+    Sleep::new(Instant::now().checked_add(duration))
 }
 
 /// Waits until `deadline`.
 pub fn sleep_until(deadline: Instant) -> Sleep {
-    Sleep { deadline, reg: None, node: TimerNode::new(1), _pin: PhantomPinned }
+    Sleep::new(Some(deadline))
 }
 
 /// Where a registered `Sleep`'s node lives.
@@ -64,7 +71,8 @@ struct Registration {
 /// Future returned by [`sleep`] and [`sleep_until`].
 #[must_use = "a Sleep does nothing unless awaited"]
 pub struct Sleep {
-    deadline: Instant,
+    /// `None`: never (the deadline is past what an `Instant` can hold).
+    deadline: Option<Instant>,
     reg: Option<Registration>,
     node: TimerNode,
     _pin: PhantomPinned,
@@ -80,14 +88,25 @@ impl std::fmt::Debug for Sleep {
 }
 
 impl Sleep {
-    /// The instant this sleep completes at.
-    pub fn deadline(&self) -> Instant {
+    fn new(deadline: Option<Instant>) -> Sleep {
+        Sleep { deadline, reg: None, node: TimerNode::new(1), _pin: PhantomPinned }
+    }
+
+    /// The instant this sleep completes at, or `None` when it never does (its duration reached
+    /// past the end of time).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert!(gmprt_runtime::time::sleep(Duration::MAX).deadline().is_none());
+    /// assert!(gmprt_runtime::time::sleep(Duration::from_secs(1)).deadline().is_some());
+    /// ```
+    pub fn deadline(&self) -> Option<Instant> {
         self.deadline
     }
 
-    /// True once the deadline has passed.
+    /// True once the deadline has passed (never for a sleep without one).
     pub fn is_elapsed(&self) -> bool {
-        Instant::now() >= self.deadline
+        self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
     /// Moves the deadline (used by `Interval`). Unregisters first; the next poll registers again.
@@ -95,7 +114,7 @@ impl Sleep {
         // SAFETY: we do not move the node; `unregister` only touches it under the heap lock.
         let this = unsafe { self.get_unchecked_mut() };
         this.unregister();
-        this.deadline = deadline;
+        this.deadline = Some(deadline);
     }
 
     fn unregister(&mut self) {
@@ -122,7 +141,16 @@ impl Future for Sleep {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         // SAFETY: the node is never moved out; its address is stable while pinned.
         let this = unsafe { self.get_unchecked_mut() };
-        if Instant::now() >= this.deadline {
+        let Some(deadline) = this.deadline else {
+            // Never: nothing will fire it, so it takes no heap slot (see the module doc).
+            return Poll::Pending;
+        };
+        if Instant::now() >= deadline {
+            // Ready without parking: spend budget first (coop.rs), so a loop of elapsed
+            // sleeps still yields.
+            if crate::coop::poll_proceed(cx).is_pending() {
+                return Poll::Pending;
+            }
             this.unregister();
             return Poll::Ready(());
         }
@@ -141,6 +169,7 @@ impl Future for Sleep {
             });
             drop(heap);
             // Fired means the clock passed `when`, which is `deadline` rounded up: not early.
+            // It was parked, so no budget is spent (it yielded already).
             return if done { Poll::Ready(()) } else { Poll::Pending };
         }
         // First poll: register in the current P's heap (P 0 off an M).
@@ -154,7 +183,7 @@ impl Future for Sleep {
                 "gmprt timers need a runtime: await this Sleep inside a gmprt task or Runtime::block_on"
             ),
         });
-        let when = shared.nanos(this.deadline);
+        let when = shared.nanos(deadline);
         {
             let ps = &shared.allp[p];
             let mut heap = ps.timers.lock();
@@ -193,7 +222,8 @@ impl std::fmt::Display for Elapsed {
 impl std::error::Error for Elapsed {}
 
 /// Runs `future` with a time limit: `Ok(output)` if it finishes first, else `Err(Elapsed)` (the
-/// future is dropped). A future that is ready on its first poll wins even with a zero limit.
+/// future is dropped). A future that is ready on its first poll wins even with a zero limit; a
+/// limit past the end of time (`Duration::MAX`) is no limit.
 pub fn timeout<F: Future>(duration: Duration, future: F) -> Timeout<F> {
     Timeout { future, sleep: sleep(duration) }
 }
@@ -227,32 +257,40 @@ impl<F: Future> Future for Timeout<F> {
 /// A ticker: [`Interval::tick`] completes at `start + k·period`. The first tick is immediate;
 /// ticks missed by a slow consumer are skipped, not bunched (Go's `time.Ticker` drops them).
 ///
+/// A period so long that the next tick would fall past the end of time (`Duration::MAX`) ticks
+/// once, then never again.
+///
 /// # Panics
-/// If `period` is zero.
+/// If `period` is zero (a ticker that fires continuously is a programmer error, as in Go).
 pub fn interval(period: Duration) -> Interval {
     assert!(!period.is_zero(), "interval period must be non-zero");
-    Interval { period, next: Instant::now(), sleep: Box::pin(sleep_until(Instant::now())) }
+    let now = Instant::now();
+    Interval { period, next: Some(now), sleep: Box::pin(sleep_until(now)) }
 }
 
 /// Returned by [`interval`].
 #[derive(Debug)]
 pub struct Interval {
     period: Duration,
-    next: Instant,
+    /// The next tick; `None` once it would fall past the end of time.
+    next: Option<Instant>,
     sleep: Pin<Box<Sleep>>,
 }
 
 impl Interval {
-    /// Waits for the next tick and returns its scheduled instant.
+    /// Waits for the next tick and returns its scheduled instant. Pending forever once the
+    /// next tick would fall past the end of time.
     pub async fn tick(&mut self) -> Instant {
-        let at = self.next;
+        let Some(at) = self.next else {
+            return std::future::pending().await;
+        };
         self.sleep.as_mut().reset(at);
         self.sleep.as_mut().await;
         let now = Instant::now();
-        self.next = at + self.period;
-        if self.next <= now {
+        self.next = at.checked_add(self.period);
+        if self.next.is_some_and(|next| next <= now) {
             // Missed ticks are dropped: the next one is a whole period from now.
-            self.next = now + self.period;
+            self.next = now.checked_add(self.period);
         }
         at
     }
