@@ -5,10 +5,12 @@
 //! save, only the future's state, which is only consistent at an `.await` — so gmprt cannot do
 //! that. What it can do, like tokio's coop budget:
 //! * every poll of a task starts with a budget of [`BUDGET`] operations;
-//! * runtime resources that may be ready again and again (channel `send`/`recv`, `select!`)
-//!   call [`poll_proceed`] first, which spends one unit, and once the budget is gone returns
-//!   `Pending` after waking the task — so the task goes to the back of its P's queue, exactly
-//!   as if it had called `yield_now`;
+//! * every gmprt future that can complete without parking — channel `send`/`recv`, `select!`,
+//!   a `JoinHandle` whose task has finished, an elapsed `sleep`, an uncontended `Mutex::lock`,
+//!   a `WaitGroup::wait` at zero, a finished `Once` — calls [`poll_proceed`] first, which spends
+//!   one unit, and once the budget is gone returns `Pending` after waking the task — so the task
+//!   goes to the back of its P's queue, exactly as if it had called `yield_now`. (Joining a
+//!   million finished handles in one loop was one 48 ms poll before `JoinHandle` did this.)
 //! * a task that never awaits anything still keeps its P: sysmon reports it (`long_polls`) and
 //!   the fix is `yield_now().await` or `syscall(..)`.
 //!

@@ -193,6 +193,12 @@ impl<'a, T> Future for Lock<'a, T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<MutexGuard<'a, T>> {
         let this = self.get_mut();
         assert!(!this.done, "Mutex::lock future polled after it returned its guard");
+        // An uncontended lock completes without parking: spend budget first (coop.rs), so a
+        // task locking in a loop still lets the P's other tasks run. Not once queued: a queued
+        // waiter may have been handed the lock and must take it.
+        if this.key.is_none() && crate::coop::poll_proceed(cx).is_pending() {
+            return Poll::Pending;
+        }
         match this.mutex.raw.poll_lock(&mut this.key, cx) {
             Poll::Ready(()) => {
                 this.done = true;

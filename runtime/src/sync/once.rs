@@ -146,7 +146,12 @@ impl Once {
         F: FnOnce() -> Fut,
         Fut: Future<Output = ()>,
     {
-        if self.is_completed() || !self.begin().await {
+        if self.is_completed() {
+            // Done already: ready without parking, so spend budget like every such `.await`
+            // (coop.rs); `Begin` does the same on its first poll.
+            return std::future::poll_fn(crate::coop::poll_proceed).await;
+        }
+        if !self.begin().await {
             return;
         }
         let runner = Runner { once: self, completed: false };
@@ -217,6 +222,11 @@ impl Future for Begin<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
         let this = self.get_mut();
+        // A call that finds the value ready completes without parking: spend budget first
+        // (coop.rs). Not once queued (it is woken only when something changed).
+        if this.key.is_none() && crate::coop::poll_proceed(cx).is_pending() {
+            return Poll::Pending;
+        }
         let mut st = this.once.state.lock();
         // Every change of `running`/`done` notifies all parked callers, so a slot that is not
         // notified yet means nothing changed: keep waiting with the new waker.

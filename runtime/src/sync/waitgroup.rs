@@ -209,6 +209,10 @@ impl Future for Wait<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
+        // A wait that may complete without parking spends budget (coop.rs), as channels do.
+        if this.key.is_none() && crate::coop::poll_proceed(cx).is_pending() {
+            return Poll::Pending;
+        }
         if this.key.is_none() && this.inner.count() == 0 {
             return Poll::Ready(());
         }

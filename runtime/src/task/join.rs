@@ -137,6 +137,11 @@ impl<T> Future for JoinHandle<T> {
                 // Completed meanwhile: the output is ready.
             }
         }
+        // The output is ready: an `.await` that completes without parking spends budget, so a
+        // loop joining many finished handles still lets the P's other tasks run (coop.rs).
+        if crate::coop::poll_proceed(cx).is_pending() {
+            return Poll::Pending;
+        }
         let mut out = Poll::Pending;
         // SAFETY: COMPLETE observed (acquire) and we hold JOIN_INTEREST: the output is ours.
         unsafe { (header.vtable.read_output)(raw, &mut out as *mut _ as *mut ()) };
