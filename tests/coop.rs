@@ -26,7 +26,7 @@ fn always_ready_receiver_yields_to_other_tasks() {
                 // Queued on this P (procs = 1) behind the running drainer: without a budget
                 // it could run only after all 10,000 values are drained.
                 let f = flag.clone();
-                gmprt::go(move || f.store(true, SeqCst));
+                gmprt::go(move || async move { f.store(true, SeqCst) });
             }
             if seen_at.is_none() && flag.load(SeqCst) {
                 seen_at = Some(got);

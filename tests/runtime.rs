@@ -392,12 +392,31 @@ fn spawn_from_foreign_threads() {
 fn go_runs_a_closure_as_a_task() {
     let rt = rt(2);
     let on_m = rt.block_on(async {
-        let a = gmprt::go(|| 6 * 7);
-        let b = gmprt::go(|| std::thread::current().name().map(str::to_owned));
+        let a = gmprt::go(|| async { 6 * 7 });
+        let b = gmprt::go(|| async { std::thread::current().name().map(str::to_owned) });
         (a.await.unwrap(), b.await.unwrap())
     });
     assert_eq!(on_m.0, 42);
     assert!(on_m.1.as_deref().is_some_and(|n| n.starts_with("gmprt-m")), "ran on {:?}", on_m.1);
+}
+
+/// Issue 11 item 2: a Go programmer's first port, `go(move || async move { tx.send(1).await })`,
+/// compiled and silently never ran its body. Now the body runs (and blocks on the channel like
+/// a goroutine would until the receiver comes); the detached handle is dropped at once.
+#[test]
+fn go_runs_the_body_of_an_async_closure() {
+    let rt = rt(2);
+    let got = rt.block_on(async {
+        let (tx, rx) = gmprt::runtime::chan::chan::<u32>(0);
+        let tx2 = tx.clone();
+        drop(gmprt::go(move || async move { tx.send(1).await.unwrap() }));
+        // Rust's async closures work too.
+        drop(gmprt::go(async move || tx2.send(2).await.unwrap()));
+        let mut got = vec![rx.recv().await.unwrap(), rx.recv().await.unwrap()];
+        got.sort_unstable();
+        got
+    });
+    assert_eq!(got, [1, 2]);
 }
 
 #[test]
@@ -1615,7 +1634,7 @@ fn spawn_outside_a_runtime_panics() {
 #[test]
 #[should_panic(expected = "not inside a gmprt runtime")]
 fn go_outside_a_runtime_panics() {
-    drop(gmprt::go(|| 1));
+    drop(gmprt::go(|| async { 1 }));
 }
 
 #[test]

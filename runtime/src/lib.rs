@@ -58,6 +58,15 @@ use std::future::Future;
 /// Spawns a task on the current runtime (from inside a task or `Runtime::block_on`). From a
 /// running task it goes to the current P's `runnext`, as Go's `go` statement does.
 ///
+/// `spawn` takes a future; [`go`] takes a closure that returns one (`go(|| async { .. })`),
+/// which reads like Go's `go func() { .. }()`. Both run the body.
+///
+/// ```
+/// let rt = gmprt_runtime::Runtime::builder().procs(2).build().unwrap();
+/// let n = rt.block_on(async { gmprt_runtime::spawn(async { 6 * 7 }).await.unwrap() });
+/// assert_eq!(n, 42);
+/// ```
+///
 /// # Panics
 /// Outside a runtime, with a message saying how to fix it; use [`try_spawn`] to get an error.
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
@@ -83,15 +92,66 @@ where
     }
 }
 
-/// Go's `go f()`: runs a plain closure as a task on the current runtime and detaches it.
-/// Returns the handle for those who want the result after all.
+/// Go's `go func() { ... }()`: runs the body of an async closure as a new task on the current
+/// runtime and detaches it. Returns the task's handle, for those who want the result after all.
+///
+/// The body is everything a goroutine's body is: it may block on channels, mutexes and timers
+/// with `.await`, which parks the task, never the M.
+///
+/// ```
+/// use gmprt_runtime::{chan::chan, go, Runtime};
+///
+/// let rt = Runtime::builder().procs(2).build().unwrap();
+/// let got = rt.block_on(async {
+///     let (tx, rx) = chan::<u32>(0);
+///     go(move || async move { tx.send(1).await.unwrap() }); // go func() { ch <- 1 }()
+///     rx.recv().await
+/// });
+/// assert_eq!(got, Some(1));
+/// ```
+///
+/// `go` and [`spawn`] differ only in what they take: `spawn(fut)` a future you already have,
+/// `go(f)` a closure that makes one (`|| async move { ... }` or `async move || { ... }`), as Go's
+/// `go` takes a function call. A closure that returns a plain value does not compile (it
+/// would not be a goroutine body that can block): rustc says "`{integer}` is not a future ...
+/// required for `{closure}` to implement `GoBody`":
+///
+/// ```compile_fail
+/// # gmprt_runtime::Runtime::builder().procs(1).build().unwrap().block_on(async {
+/// gmprt_runtime::go(|| 6 * 7); // error[E0277]: `{integer}` is not a future
+/// # });
+/// ```
 ///
 /// # Panics
 /// Outside a runtime, as [`spawn`].
-pub fn go<F, T>(f: F) -> JoinHandle<T>
+pub fn go<F>(f: F) -> JoinHandle<F::Output>
 where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
+    F: GoBody,
 {
-    spawn(async move { f() })
+    spawn(async move { f.call().await })
+}
+
+/// What [`go`] takes: a closure (`Send + 'static`) that returns a future (`Send + 'static`, with
+/// a `Send` output) — the body of the new task. Implemented for every such closure (`|| async { .. }`
+/// and Rust's `async || { .. }` alike); not meant to be implemented by hand.
+pub trait GoBody: Send + 'static {
+    /// The task's output.
+    type Output: Send + 'static;
+    /// The future the closure returns.
+    type Future: Future<Output = Self::Output> + Send + 'static;
+    /// Calls the closure.
+    fn call(self) -> Self::Future;
+}
+
+impl<F, Fut> GoBody for F
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future + Send + 'static,
+    Fut::Output: Send + 'static,
+{
+    type Output = Fut::Output;
+    type Future = Fut;
+    fn call(self) -> Fut {
+        self()
+    }
 }
