@@ -15,6 +15,7 @@
 //! [`Phases`] lets a caller run a subset — upload once and then time the kernel alone, which
 //! is how "data already on the device" is measured.
 use crate::error::OffloadError;
+use std::fmt;
 use std::time::Duration;
 
 /// How to compute a batch of `n` items on each kind of device.
@@ -60,8 +61,15 @@ pub struct PhaseTimes {
 pub trait Backend: Send + Sync {
     /// One line naming the device: `cuda:0 NVIDIA H200 (sm_90, driver 13.0)` or `host (...)`.
     fn describe(&self) -> String;
-    /// A slot whose buffers hold `in_words` input and `out_words` output words.
+    /// A slot whose buffers hold `in_words` input and `out_words` output words. Running out
+    /// of memory is an `Err`, never an abort.
     fn new_slot(&self, in_words: usize, out_words: usize) -> Result<Box<dyn Slot>, OffloadError>;
+    /// Checks that `need` fits the memory this backend would put each part of it in, before
+    /// any of it is allocated: [`MemoryNeed::check`] once per memory (host memory for all of
+    /// it on the Host and simulated devices; pinned host memory for the staging and GPU
+    /// memory for the device-side copies on CUDA). `Err(Config)` names the bytes needed and
+    /// available. A caller that makes several slots asks once, for all of them.
+    fn check_memory(&self, need: &MemoryNeed) -> Result<(), OffloadError>;
 }
 
 /// One stream plus its reusable buffers. Owned by one thread at a time.
@@ -80,4 +88,260 @@ pub trait Slot: Send {
         out_words: usize,
         phases: Phases,
     ) -> Result<PhaseTimes, OffloadError>;
+}
+
+/// The memory a set of slots needs, part by part — the one computation of it; each
+/// [`Backend::check_memory`] says where each part lives and what is available there, and
+/// [`MemoryNeed::check`] turns that into `Ok` or an `Err(Config)` naming the bytes.
+///
+/// Parts, all in bytes (4 per word):
+/// * **staging**: `slots × items × (in_words + out_words) × 4` — the buffers a task's items
+///   are staged into and read back from (pinned host memory on CUDA);
+/// * **device-side copies**: as much again — the buffers a kernel reads and writes (GPU
+///   memory on CUDA; a second host copy on the Host and simulated devices);
+/// * **item queues**: `queues × items × item_bytes` — host memory a caller keeps per item
+///   beside the slots (the Batcher's item `Vec`s and result entries; zero for a bare slot).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryNeed {
+    /// Slots (a Batcher's `in_flight`).
+    pub slots: usize,
+    /// Items each slot holds (a Batcher's `max_batch`).
+    pub items: usize,
+    /// Input words per item.
+    pub in_words: usize,
+    /// Output words per item.
+    pub out_words: usize,
+    /// Item queues kept in host memory beside the slots (0 for none).
+    pub queues: usize,
+    /// Host bytes per item per queue.
+    pub item_bytes: usize,
+}
+
+/// Which parts of a [`MemoryNeed`] one memory holds (see [`MemoryNeed::check`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryParts {
+    /// The staging buffers.
+    pub staging: bool,
+    /// The device-side copies.
+    pub device_copies: bool,
+    /// The item queues.
+    pub queues: bool,
+}
+
+impl MemoryParts {
+    /// Every part (the Host and simulated devices keep everything in host memory).
+    pub const ALL: MemoryParts = MemoryParts { staging: true, device_copies: true, queues: true };
+}
+
+/// `bytes` as `N B (x.y GiB)`.
+fn bytes_and_gib(bytes: u128) -> String {
+    format!("{bytes} B ({:.1} GiB)", bytes as f64 / (1u64 << 30) as f64)
+}
+
+impl MemoryNeed {
+    /// Bytes per item of one slot: `(in_words + out_words) × 4`.
+    pub fn slot_bytes_per_item(&self) -> u128 {
+        (self.in_words as u128 + self.out_words as u128) * 4
+    }
+
+    /// Bytes of the staging buffers of all slots.
+    pub fn staging_bytes(&self) -> u128 {
+        self.slots as u128 * self.items as u128 * self.slot_bytes_per_item()
+    }
+
+    /// Bytes of the device-side copies of all slots (as many as the staging buffers).
+    pub fn device_bytes(&self) -> u128 {
+        self.staging_bytes()
+    }
+
+    /// Bytes of the item queues.
+    pub fn queue_bytes(&self) -> u128 {
+        self.queues as u128 * self.items as u128 * self.item_bytes as u128
+    }
+
+    /// Bytes of `parts`.
+    pub fn bytes(&self, parts: MemoryParts) -> u128 {
+        let part = |on: bool, bytes: u128| if on { bytes } else { 0 };
+        part(parts.staging, self.staging_bytes())
+            + part(parts.device_copies, self.device_bytes())
+            + part(parts.queues, self.queue_bytes())
+    }
+
+    /// `parts`' bytes per item (what one more item per slot costs in that memory).
+    fn bytes_per_item(&self, parts: MemoryParts) -> u128 {
+        let per_slot_item = self.slots as u128 * self.slot_bytes_per_item();
+        let part = |on: bool, bytes: u128| if on { bytes } else { 0 };
+        part(parts.staging, per_slot_item)
+            + part(parts.device_copies, per_slot_item)
+            + part(parts.queues, self.queues as u128 * self.item_bytes as u128)
+    }
+
+    /// How `parts`' bytes are made up, e.g. `64 slots × 16777216 items × 48 B per item (24 B
+    /// in + 24 B out) = 48.0 GiB of staging + 48.0 GiB of device-side copies + 65 item
+    /// queues × 16777216 items × 40 B = 40.6 GiB`.
+    pub fn made_of(&self, parts: MemoryParts) -> String {
+        let slots = format!(
+            "{} slots × {} items × {} B per item ({} B in + {} B out)",
+            self.slots,
+            self.items,
+            self.slot_bytes_per_item(),
+            self.in_words as u128 * 4,
+            self.out_words as u128 * 4
+        );
+        let gib = |b: u128| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
+        let mut terms = Vec::new();
+        match (parts.staging, parts.device_copies) {
+            (true, true) => terms.push(format!(
+                "{slots} = {} of staging + {} of device-side copies",
+                gib(self.staging_bytes()),
+                gib(self.device_bytes())
+            )),
+            (true, false) => terms.push(format!("{slots} = {} of staging", gib(self.staging_bytes()))),
+            (false, true) => {
+                terms.push(format!("{slots} = {} of device-side copies", gib(self.device_bytes())))
+            }
+            (false, false) => {}
+        }
+        if parts.queues && self.queue_bytes() > 0 {
+            terms.push(format!(
+                "{} item queues × {} items × {} B = {}",
+                self.queues,
+                self.items,
+                self.item_bytes,
+                gib(self.queue_bytes())
+            ));
+        }
+        terms.join(" + ")
+    }
+
+    /// `Ok` when `parts` fit in what is `available` in `memory` (e.g. `"host memory"`), or
+    /// when that is unknown (then only the allocations themselves can fail, and they do so
+    /// with an error, not an abort). Otherwise `Err(Config)` naming the bytes needed, how
+    /// they are made up, the bytes available and where that figure comes from, and the
+    /// largest number of items per slot that would fit.
+    ///
+    /// Headroom: refused when the need *exceeds* what is available, not at some fraction of
+    /// it. `MemAvailable` is already the kernel's estimate of what can be allocated without
+    /// swapping (free memory plus reclaimable cache, less the reserves it keeps), and
+    /// `cuMemGetInfo`'s free is what the device can still hand out; a fixed fraction would
+    /// refuse configurations that fit while still guaranteeing nothing against a concurrent
+    /// user. What this check cannot see (other processes allocating at the same moment, the
+    /// caller's own tasks) is left to the fallible allocations.
+    pub fn check(&self, memory: &str, parts: MemoryParts, available: &Available) -> Result<(), OffloadError> {
+        let need = self.bytes(parts);
+        let Ok(bytes) = available.bytes else { return Ok(()) };
+        if need <= u128::from(bytes) {
+            return Ok(());
+        }
+        let fit = u128::from(bytes) / self.bytes_per_item(parts).max(1);
+        Err(OffloadError::Config(format!(
+            "{} slots of {} items need {} of {memory} ({}) but {}; lower max_batch or in_flight \
+             (with {} slots, at most {fit} items per slot fit)",
+            self.slots,
+            self.items,
+            bytes_and_gib(need),
+            self.made_of(parts),
+            available,
+            self.slots
+        )))
+    }
+}
+
+/// How many bytes a memory has available, and where that figure comes from; `bytes` is
+/// `Err` with the reason when it is unknown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Available {
+    /// Bytes available, or why that is unknown.
+    pub bytes: Result<u64, String>,
+    /// Where the figure comes from (`MemAvailable in /proc/meminfo`, `cuMemGetInfo`).
+    pub source: &'static str,
+}
+
+impl fmt::Display for Available {
+    /// `24652124160 B (23.0 GiB) is available (MemAvailable in /proc/meminfo)`, or `the
+    /// memory available is unknown (<why>)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.bytes {
+            Ok(b) => write!(f, "{} is available ({})", bytes_and_gib(u128::from(*b)), self.source),
+            Err(why) => write!(f, "the memory available is unknown ({why})"),
+        }
+    }
+}
+
+/// Host memory available to new allocations: `MemAvailable` from `/proc/meminfo` on Linux
+/// (the kernel's estimate of what can be allocated without swapping); unknown elsewhere, or
+/// when the file cannot be read. A cgroup memory limit below it is not consulted.
+pub fn host_available() -> Available {
+    let source = "MemAvailable in /proc/meminfo";
+    let bytes = if cfg!(target_os = "linux") {
+        std::fs::read_to_string("/proc/meminfo")
+            .map_err(|e| format!("cannot read /proc/meminfo: {e}"))
+            .and_then(|text| parse_mem_available(&text))
+    } else {
+        Err("MemAvailable is read from /proc/meminfo, on Linux only".into())
+    };
+    Available { bytes, source }
+}
+
+/// `MemAvailable` in bytes from the text of `/proc/meminfo` (`MemAvailable:  24074340 kB`).
+fn parse_mem_available(meminfo: &str) -> Result<u64, String> {
+    let value = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .ok_or("/proc/meminfo has no MemAvailable line")?;
+    value
+        .trim()
+        .strip_suffix("kB")
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .map(|kib| kib.saturating_mul(1024))
+        .ok_or_else(|| format!("cannot read `MemAvailable:{value}` in /proc/meminfo"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mem_available_is_read_in_bytes() {
+        let text = "MemTotal:       24684096 kB\nMemFree:        22977040 kB\nMemAvailable:   24074340 kB\n";
+        assert_eq!(parse_mem_available(text), Ok(24_074_340 * 1024));
+        assert!(parse_mem_available("MemTotal: 1 kB\n").unwrap_err().contains("no MemAvailable"));
+        assert!(parse_mem_available("MemAvailable: lots\n").unwrap_err().contains("lots"));
+    }
+
+    #[test]
+    fn check_names_need_parts_and_available() {
+        let need = MemoryNeed { slots: 2, items: 1000, in_words: 2, out_words: 1, queues: 3, item_bytes: 8 };
+        assert_eq!(need.staging_bytes(), 2 * 1000 * 12);
+        assert_eq!(need.queue_bytes(), 3 * 1000 * 8);
+        let total = 2 * 2 * 1000 * 12 + 3 * 1000 * 8;
+        assert_eq!(need.bytes(MemoryParts::ALL), total);
+        let known = |b: u64| Available { bytes: Ok(b), source: "test" };
+        need.check("host memory", MemoryParts::ALL, &known(total as u64)).expect("exactly fits");
+        let e = need.check("host memory", MemoryParts::ALL, &known(total as u64 - 1)).unwrap_err();
+        let OffloadError::Config(m) = e else { panic!("{e:?}") };
+        for part in [
+            format!("need {total} B"),
+            "2 slots × 1000 items × 12 B per item (8 B in + 4 B out)".to_string(),
+            "of staging + ".to_string(),
+            "3 item queues × 1000 items × 8 B".to_string(),
+            format!("but {} B", total - 1),
+            "(test)".to_string(),
+            "at most 999 items per slot fit".to_string(),
+        ] {
+            assert!(m.contains(&part), "`{part}` missing from: {m}");
+        }
+        // Only the parts asked for are counted (CUDA: device copies in GPU memory).
+        let gpu = MemoryParts { device_copies: true, ..MemoryParts::default() };
+        assert_eq!(need.bytes(gpu), 2 * 1000 * 12);
+        let e = need.check("GPU memory", gpu, &known(100)).unwrap_err().to_string();
+        assert!(
+            e.contains("of device-side copies") && !e.contains("staging") && !e.contains("queues"),
+            "{e}"
+        );
+        // Unknown: not refused here (the allocations decide).
+        let unknown = Available { bytes: Err("no /proc".into()), source: "test" };
+        need.check("host memory", MemoryParts::ALL, &unknown).expect("unknown is not a refusal");
+        assert_eq!(unknown.to_string(), "the memory available is unknown (no /proc)");
+    }
 }

@@ -12,7 +12,7 @@
 //! Times are host clocks ([`Instant`]) around each phase, so a Host timeline has the same
 //! shape as a CUDA one: transfers are cheap memcpys here, where on a GPU they cross PCIe.
 //! There is no `unsafe` in this module.
-use crate::backend::{Backend, Job, PhaseTimes, Phases, Slot};
+use crate::backend::{host_available, Backend, Job, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
 use crate::error::OffloadError;
 use gmprt_kernels::KernelError;
 use std::time::Instant;
@@ -58,11 +58,16 @@ impl Backend for HostBackend {
 
     fn new_slot(&self, in_words: usize, out_words: usize) -> Result<Box<dyn Slot>, OffloadError> {
         Ok(Box::new(HostSlot {
-            staging_in: touched(in_words),
-            staging_out: touched(out_words),
-            dev_in: touched(in_words),
-            dev_out: touched(out_words),
+            staging_in: touched(in_words, "input staging")?,
+            staging_out: touched(out_words, "output staging")?,
+            dev_in: touched(in_words, "device-side input")?,
+            dev_out: touched(out_words, "device-side output")?,
         }))
+    }
+
+    fn check_memory(&self, need: &MemoryNeed) -> Result<(), OffloadError> {
+        // Staging, the "device" copies and the caller's item queues are all host memory.
+        need.check("host memory", MemoryParts::ALL, &host_available())
     }
 }
 
@@ -70,11 +75,25 @@ impl Backend for HostBackend {
 /// pages from the OS (calloc), and the first run would pay a page fault per 4 KiB inside its
 /// timed copy or kernel phase — as `cudaMalloc`'d memory does not. Writing the zeros here
 /// moves that cost to slot creation, like a device allocation.
+///
+/// The reservation is fallible (`try_reserve_exact`): an allocation the allocator refuses —
+/// a size past what [`Backend::check_memory`] saw, or memory taken by someone else since —
+/// is `Err(Config)` naming the buffer (`what`), its bytes and the memory available, not an
+/// abort. (Memory the OS promises and cannot deliver when the zeros are written is beyond
+/// any allocator's reach; the check before allocating is what prevents that.)
 #[allow(clippy::slow_vector_initialization)] // on purpose: the explicit write is the point
-fn touched(len: usize) -> Vec<u32> {
-    let mut v = Vec::with_capacity(len);
+pub(crate) fn touched(len: usize, what: &str) -> Result<Vec<u32>, OffloadError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|e| {
+        OffloadError::Config(format!(
+            "cannot allocate the {what} buffer of a slot: {len} words = {} B ({e}); {}; ask for \
+             fewer items per batch or fewer slots",
+            len as u128 * 4,
+            host_available()
+        ))
+    })?;
     v.resize(len, 0);
-    v
+    Ok(v)
 }
 
 /// One Host "stream": staging buffers plus separate "device" buffers of the same sizes.

@@ -22,7 +22,7 @@ pub mod model;
 pub mod sim;
 pub mod timeline;
 
-pub use backend::{Backend, Job, PhaseTimes, Phases, Slot};
+pub use backend::{Available, Backend, Job, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
 pub use batcher::{Batcher, BatcherConfig, Occupancy, Placement, Submit};
 pub use device::{Device, DeviceKind, PROFILE_ENV};
 pub use error::OffloadError;

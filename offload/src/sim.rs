@@ -38,8 +38,9 @@
 //! early) — never against a wall-clock budget, which a loaded machine overruns at will. The
 //! [`Device`](crate::Device) bulk helpers that pace without a slot (`sgemm`,
 //! `option_paths_sum`, `pi_hits`) are not recorded.
-use crate::backend::{Backend, Job, PhaseTimes, Phases, Slot};
+use crate::backend::{host_available, Backend, Job, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
 use crate::error::OffloadError;
+use crate::host::touched;
 use crate::model::{DeviceProfile, KernelProfile, Size};
 use gmprt_kernels::KernelError;
 use parking_lot::Mutex;
@@ -195,11 +196,16 @@ impl Backend for SimBackend {
     fn new_slot(&self, in_words: usize, out_words: usize) -> Result<Box<dyn Slot>, OffloadError> {
         Ok(Box::new(SimSlot {
             sim: self.clone(),
-            staging_in: vec![0; in_words],
-            staging_out: vec![0; out_words],
-            dev_in: vec![0; in_words],
-            dev_out: vec![0; out_words],
+            staging_in: touched(in_words, "input staging")?,
+            staging_out: touched(out_words, "output staging")?,
+            dev_in: touched(in_words, "device-side input")?,
+            dev_out: touched(out_words, "device-side output")?,
         }))
+    }
+
+    fn check_memory(&self, need: &MemoryNeed) -> Result<(), OffloadError> {
+        // Simulated "device" buffers are host memory, as on the Host device.
+        need.check("host memory", MemoryParts::ALL, &host_available())
     }
 }
 

@@ -86,6 +86,21 @@
 //! max_batch`. A woken waiter holds a reservation, so it always finds room; a waiter that is
 //! dropped gives its reservation to the next waiter.
 //!
+//! # Memory
+//!
+//! Everything a Batcher holds per item is allocated in [`Batcher::new`], and is checked
+//! before any of it is: `in_flight` slots of `max_batch` items, each item `in_words +
+//! out_words` words of staging and as much again of device-side copies, plus `in_flight + 1`
+//! item queues (the open batch's and each worker's spare, and the result entries of as many
+//! batches) of `max_batch` items. [`MemoryNeed`] computes it, once for every device, and the
+//! device's [`Backend::check_memory`](crate::Backend::check_memory) compares each part with
+//! the memory it lives in (host memory, `MemAvailable`, for all of it on the Host and
+//! simulated devices; on CUDA, pinned staging against host memory and the device copies
+//! against `cuMemGetInfo`'s free memory). A configuration that does not fit is
+//! `Err(Config)` naming the bytes — never an abort or the OOM killer after the pages were
+//! touched. The allocations themselves are fallible too (`try_reserve_exact`), for memory
+//! taken by someone else between the check and the allocation.
+//!
 //! # Why no item is lost
 //!
 //! An accepted item is in the open batch (under `central`) or in a taken batch (owned by one
@@ -109,7 +124,7 @@
 //! waits for (`central` for room, the batch lock for `done`), and the party that changes the
 //! condition takes the wakers under that same lock. Nothing a worker waits for depends on a
 //! runtime thread making progress.
-use crate::backend::Slot;
+use crate::backend::{host_available, MemoryNeed, Slot};
 use crate::device::Device;
 use crate::error::OffloadError;
 use crate::jobs::BatchKernel;
@@ -339,13 +354,29 @@ struct Taken<O> {
     reason: CloseReason,
 }
 
+/// An empty item `Vec` with room for `max_batch` items, or `Err(Config)` naming its bytes
+/// and the memory available when the allocator refuses (never an abort).
+fn item_queue<I>(max_batch: usize) -> Result<Vec<I>, OffloadError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(max_batch).map_err(|e| {
+        OffloadError::Config(format!(
+            "cannot allocate an item queue of {max_batch} items × {} B ({e}); {}; lower max_batch or in_flight",
+            std::mem::size_of::<I>(),
+            host_available()
+        ))
+    })?;
+    Ok(v)
+}
+
 impl<K: BatchKernel> Batcher<K> {
     /// A Batcher of `kernel` on `device`: checks `config`, creates `in_flight` slots with room
     /// for `max_batch` items each, and starts one worker thread per slot.
     ///
     /// `Err(Config)` for an out-of-range config, a kernel with zero words per item, a slot
-    /// too large, or a thread that cannot start; the backend's error if a slot cannot be
-    /// made.
+    /// too large, a configuration whose memory does not fit (checked before anything is
+    /// allocated: the message names the bytes needed, how they are made up, and the bytes
+    /// available; see "Memory" in the module docs), an allocation refused, or a thread that
+    /// cannot start; the backend's error if a slot cannot be made.
     pub fn new(kernel: K, device: &Device, config: BatcherConfig) -> Result<Batcher<K>, OffloadError> {
         config.validate()?;
         let (iw, ow) = (kernel.in_words(), kernel.out_words());
@@ -370,9 +401,41 @@ impl<K: BatchKernel> Batcher<K> {
         }
         };
         let (in_words, out_words) = (slot_words(iw, "input")?, slot_words(ow, "output")?);
-        let mut slots = Vec::with_capacity(config.in_flight);
+        // Memory, all of it, before any of it is allocated (see "Memory" in the module docs).
+        let need = MemoryNeed {
+            slots: config.in_flight,
+            items: config.max_batch,
+            in_words: iw,
+            out_words: ow,
+            queues: config.in_flight + 1,
+            item_bytes: std::mem::size_of::<K::Item>() + std::mem::size_of::<Entry<K::Output>>(),
+        };
+        let who = format!(
+            "Batcher of {} (max_batch {}, in_flight {}) on {}",
+            kernel.name(),
+            config.max_batch,
+            config.in_flight,
+            device.describe()
+        );
+        let context = |e: OffloadError| match e {
+            OffloadError::Config(m) => OffloadError::Config(format!("{who}: {m}")),
+            e => e,
+        };
+        device.backend().check_memory(&need).map_err(context)?;
+        let open_items = item_queue(config.max_batch).map_err(context)?;
+        let mut spares = Vec::with_capacity(config.in_flight);
         for _ in 0..config.in_flight {
-            slots.push(device.backend().new_slot(in_words, out_words)?);
+            spares.push(item_queue(config.max_batch).map_err(context)?);
+        }
+        let mut slots = Vec::with_capacity(config.in_flight);
+        for index in 0..config.in_flight {
+            let slot = device.backend().new_slot(in_words, out_words).map_err(|e| match e {
+                OffloadError::Config(m) => {
+                    OffloadError::Config(format!("{who}: slot {index} of {}: {m}", config.in_flight))
+                }
+                e => e,
+            })?;
+            slots.push(slot);
         }
         let cpu_rt = config.runtime.clone().or_else(gmprt_runtime::Handle::try_current);
         let shared = Arc::new(Shared {
@@ -383,7 +446,7 @@ impl<K: BatchKernel> Batcher<K> {
             created: Instant::now(),
             central: Mutex::new(Central {
                 closed: false,
-                items: Vec::with_capacity(config.max_batch),
+                items: open_items,
                 open: None,
                 next_batch: 0,
                 waiters: VecDeque::new(),
@@ -397,11 +460,11 @@ impl<K: BatchKernel> Batcher<K> {
             log: Mutex::new(TimelineLog::default()),
         });
         let owner = Arc::new(Owner { shared: shared.clone() });
-        for (index, slot) in slots.into_iter().enumerate() {
+        for (index, (slot, spare)) in slots.into_iter().zip(spares).enumerate() {
             let s = shared.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("gmprt-batcher-{}-{index}", s.kernel.name()))
-                .spawn(move || s.worker(index, slot));
+                .spawn(move || s.worker(index, slot, spare));
             if let Err(e) = spawned {
                 // Dropping `owner` shuts the already started workers down.
                 return Err(OffloadError::Config(format!("cannot start batcher worker thread {index}: {e}")));
@@ -586,9 +649,9 @@ impl<K: BatchKernel> Shared<K> {
         }
     }
 
-    /// Slot worker: takes batches until the Batcher is closed and drained.
-    fn worker(&self, slot_index: usize, mut slot: Box<dyn Slot>) {
-        let mut spare: Vec<K::Item> = Vec::with_capacity(self.config.max_batch);
+    /// Slot worker: takes batches until the Batcher is closed and drained. `spare` is the
+    /// empty item `Vec` (capacity `max_batch`) it swaps with the open batch's.
+    fn worker(&self, slot_index: usize, mut slot: Box<dyn Slot>, mut spare: Vec<K::Item>) {
         let mut wake: Vec<Waker> = Vec::new();
         // Output buffer of CPU-placed batches (allocated at the first one).
         let mut cpu_out: Vec<u32> = Vec::new();

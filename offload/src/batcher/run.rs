@@ -236,6 +236,12 @@ fn run_cpu<K: BatchKernel>(
     out_words: usize,
 ) -> Result<crate::PhaseTimes, OffloadError> {
     if out.len() < out_words {
+        // Fallible: a refused allocation fails this batch with a message, never an abort.
+        out.try_reserve_exact(out_words - out.len()).map_err(|e| OffloadError::Batch {
+            batch: 0,
+            kernel: kernel.name(),
+            msg: format!("cannot allocate the CPU output buffer of {out_words} words ({e})"),
+        })?;
         out.resize(out_words, 0);
     }
     let t = Instant::now();

@@ -26,7 +26,7 @@
 //! * cuBLAS: one handle per stream (cuBLAS keeps its workspace per handle, and a handle whose
 //!   stream is switched between concurrently running streams would share that workspace
 //!   between them), created on the first GEMM on that stream and dropped with the slot.
-use crate::backend::{Backend, Slot};
+use crate::backend::{host_available, Available, Backend, MemoryNeed, MemoryParts, Slot};
 use crate::error::OffloadError;
 use crate::PhaseTimes;
 use cudarc::cublas::CudaBlas;
@@ -244,6 +244,28 @@ impl Backend for CudaBackend {
     }
     fn new_slot(&self, in_words: usize, out_words: usize) -> Result<Box<dyn Slot>, OffloadError> {
         Ok(Box::new(CudaSlot::new(self.clone(), in_words, out_words)?))
+    }
+
+    /// Two memories, two checks, both before anything is allocated: the staging buffers are
+    /// page-locked host memory (`cuMemHostAlloc`: it cannot be swapped out, so it must fit in
+    /// what the host has available) and, with the caller's item queues, are checked against
+    /// [`host_available`]; the device-side copies are checked against the free GPU memory
+    /// `cuMemGetInfo` reports for this device's context. If `cuMemGetInfo` itself fails, the
+    /// device side counts as unknown and the allocations decide (they fail with
+    /// `Err(Driver)`, never an abort).
+    fn check_memory(&self, need: &MemoryNeed) -> Result<(), OffloadError> {
+        let host = MemoryParts { staging: true, queues: true, ..MemoryParts::default() };
+        need.check("host memory (pinned staging)", host, &host_available())?;
+        // `mem_get_info` binds this device's context to the calling thread first.
+        let free = self
+            .inner
+            .ctx
+            .mem_get_info()
+            .map(|(free, _total)| free as u64)
+            .map_err(|e| format!("cuMemGetInfo failed: {e}"));
+        let gpu = MemoryParts { device_copies: true, ..MemoryParts::default() };
+        let memory = format!("GPU memory on cuda:{}", self.inner.ordinal);
+        need.check(&memory, gpu, &Available { bytes: free, source: "free per cuMemGetInfo" })
     }
 }
 
