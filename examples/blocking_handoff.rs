@@ -13,44 +13,54 @@
 //! every blocked call holds its P, so the blocking phase takes as long as the calls run one
 //! P at a time, and compute gets fewer slices per millisecond.
 
-use gmprt::runtime::{syscall, Runtime};
+#[path = "common/mod.rs"]
+mod common;
+use clap::Parser;
+use common::{check_tasks, fail, parse, parse_count, try_vec, Cli, Procs};
+use gmprt::runtime::syscall;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn usage() -> ! {
-    eprintln!("usage: blocking_handoff [--blocking B] [--compute C] [--procs P] [--no-syscall]");
-    std::process::exit(2)
+const NAME: &str = env!("CARGO_CRATE_NAME");
+
+/// Blocking calls inside `gmprt::syscall` next to compute tasks: with GMPRT_SCHEDTRACE=50 the
+/// `threads=` count rises above `gomaxprocs` while the calls block, and falls back.
+#[derive(Parser, Debug)]
+#[command(name = NAME)]
+struct Args {
+    /// Tasks that each make 4 blocking calls (a file read and a 20 ms sleep)
+    #[arg(long, value_name = "B", default_value_t = 16, value_parser = parse_count)]
+    blocking: usize,
+    /// Compute tasks that crunch numbers in slices meanwhile [default: 4 per P]
+    #[arg(long, value_name = "C", value_parser = parse_count)]
+    compute: Option<usize>,
+    #[command(flatten)]
+    procs: Procs,
+    /// Make the blocking calls directly, holding the P, instead of inside `gmprt::syscall`
+    #[arg(long)]
+    no_syscall: bool,
 }
 
+impl Cli for Args {}
+
 fn main() {
-    let (mut blocking, mut compute, mut procs, mut use_syscall) = (16usize, None, None, true);
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut num = || it.next().and_then(|v| v.parse::<usize>().ok()).unwrap_or_else(|| usage());
-        match a.as_str() {
-            "--blocking" => blocking = num(),
-            "--compute" => compute = Some(num()),
-            "--procs" => procs = Some(num()),
-            "--no-syscall" => use_syscall = false,
-            _ => usage(),
-        }
-    }
-    let mut b = Runtime::builder();
-    if let Some(p) = procs {
-        b = b.procs(p);
-    }
-    let rt = b.build().unwrap_or_else(|e| {
-        eprintln!("blocking_handoff: {e}");
-        std::process::exit(2)
-    });
+    let a: Args = parse();
+    let (blocking, use_syscall) = (a.blocking, !a.no_syscall);
+    let rt = a.procs.gmprt().unwrap_or_else(|e| fail(NAME, e));
     let procs = rt.procs();
-    let compute = compute.unwrap_or(4 * procs);
+    let compute = a.compute.unwrap_or(4 * procs);
+    // Every task is at least its header: refuse counts that cannot fit before spawning any.
+    check_tasks("--blocking", blocking).unwrap_or_else(|e| fail(NAME, e));
+    check_tasks("--compute", compute).unwrap_or_else(|e| fail(NAME, e));
+    let mut hs = try_vec(blocking, &format!("--blocking {blocking}"), "a join handle")
+        .unwrap_or_else(|e| fail(NAME, e));
+    let mut cs =
+        try_vec(compute, &format!("--compute {compute}"), "a join handle").unwrap_or_else(|e| fail(NAME, e));
     let slices = Arc::new(AtomicU64::new(0));
     let blocked_done = Arc::new(AtomicUsize::new(0));
     let t0 = Instant::now();
 
-    let mut hs = Vec::new();
     for i in 0..blocking {
         let done = blocked_done.clone();
         hs.push(rt.spawn(async move {
@@ -67,7 +77,6 @@ fn main() {
         }));
     }
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut cs = Vec::new();
     for _ in 0..compute {
         let (slices, stop) = (slices.clone(), stop.clone());
         cs.push(rt.spawn(async move {
@@ -110,4 +119,26 @@ fn main() {
         "blocking_handoff syscall={} blocking={blocking} compute={compute} procs={procs} blocking_ms={blocking_ms:.0} compute_slices={slices_during} max_threads={max_threads} retakes={}",
         use_syscall, st.retakes
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::try_parse_from;
+
+    #[test]
+    fn cli() {
+        common::testing::cli_contract::<Args>(NAME);
+        let a: Args = try_parse_from([NAME]).unwrap();
+        assert_eq!((a.blocking, a.compute, a.procs.n, a.no_syscall), (16, None, None, false));
+        let a: Args = try_parse_from([NAME, "--blocking", "1e2", "--compute", "8", "--no-syscall"]).unwrap();
+        assert_eq!((a.blocking, a.compute, a.no_syscall), (100, Some(8), true));
+    }
+
+    #[test]
+    fn tasks_that_cannot_fit_are_a_clear_error() {
+        let a: Args = try_parse_from([NAME, "--compute", "1e19"]).unwrap();
+        let compute = a.compute.unwrap();
+        common::testing::assert_too_big(check_tasks("--compute", compute), "--compute 10000000000000000000");
+    }
 }

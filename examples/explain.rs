@@ -22,7 +22,7 @@
 //!   exit 2 with the reason if there is none;
 //! * a path: a profile saved earlier as JSON (`DeviceProfile::save`).
 //!
-//! Bad flags exit 2 with the reason.
+//! `--help` lists every flag; bad flags exit 2 with the reason.
 use gmprt::offload::model::{
     calibrate, Breakdown, CalibrateOptions, CostModel, Crossover, DeviceProfile, ProfileSource, Residency,
 };
@@ -33,11 +33,14 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::{fail, parse_count};
+use clap::builder::PossibleValue;
+use clap::{ArgGroup, Parser, ValueEnum};
+use common::{fail, parse, positive, Cli};
 
-const NAME: &str = "explain";
+const NAME: &str = env!("CARGO_CRATE_NAME");
 
 /// The kernels: the flag spelling, the profile's name, the default n and the plot's x range.
+#[derive(Debug, Clone)]
 struct Kernel {
     flag: &'static str,
     name: &'static str,
@@ -52,104 +55,96 @@ const KERNELS: [Kernel; 4] = [
     Kernel { flag: "monte-carlo", name: "monte_carlo", default_n: 1_000_000, x_range: (1e2, 1e10) },
 ];
 
-fn kernel_flags() -> String {
-    KERNELS.iter().map(|k| k.flag).collect::<Vec<_>>().join(", ")
+/// `--kernel` takes a kernel's flag spelling, or the profile's name as an alias.
+impl ValueEnum for Kernel {
+    fn value_variants<'a>() -> &'a [Self] {
+        &KERNELS
+    }
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.flag).alias(self.name))
+    }
 }
 
 /// Where the profile comes from.
+#[derive(Debug, Clone)]
 enum Source {
     /// CUDA when found (measured), else the published H100 profile.
     Auto,
+    /// Calibrated now on the Host stand-in device.
     Host,
+    /// Calibrated now on CUDA device 0.
     Cuda,
+    /// The published H100 profile.
     Simulated,
+    /// A profile saved earlier as JSON.
     File(PathBuf),
 }
 
+/// `--device`: a source's name, or a profile saved earlier as JSON.
+fn parse_source(v: &str) -> Result<Source, String> {
+    Ok(match v {
+        "host" => Source::Host,
+        "cuda" => Source::Cuda,
+        "simulated" => Source::Simulated,
+        "auto" => Source::Auto,
+        p if p.ends_with(".json") || Path::new(p).is_file() => Source::File(PathBuf::from(p)),
+        other => {
+            return Err(format!("`{other}` is not host, cuda, simulated, auto or an existing profile file"))
+        }
+    })
+}
+
+/// The cost model's breakdown, verdict and crossover n* for one kernel (or --all), and an SVG
+/// plot of time against batch size.
+#[derive(Parser, Debug)]
+#[command(name = NAME, group(ArgGroup::new("what").required(true).args(["kernel", "all"])))]
 struct Args {
-    kernel: Option<&'static Kernel>,
+    /// The kernel to explain (required, unless --all)
+    #[arg(long, value_enum, value_name = "K")]
+    kernel: Option<Kernel>,
+    /// Explain every kernel at its default n, one plot each
+    #[arg(long, conflicts_with_all = ["kernel", "n"])]
     all: bool,
+    /// Batch size: options, elements, the matrix side N (sgemm) or paths [default: the
+    /// kernel's own: 1e6, N = 1024 for sgemm]
+    #[arg(long, value_name = "N", value_parser = positive)]
     n: Option<usize>,
+    /// Where the numbers come from: auto (CUDA measured if found, else the published H100
+    /// figures), host or cuda (calibrated now), simulated (published H100 figures), or a
+    /// profile saved as JSON
+    #[arg(
+        long = "device",
+        value_name = "host|cuda|simulated|auto|PROFILE.json",
+        default_value = "auto",
+        value_parser = parse_source
+    )]
     source: Source,
+    /// Break the batch down with its data already on the device (no transfers) [default: on
+    /// the host, the GPU paying H2D and D2H]
+    #[arg(long)]
     resident: bool,
+    /// The folder the plots go to
+    #[arg(long, value_name = "DIR", default_value = "docs/img")]
     out: PathBuf,
+    /// Calibrate quickly: smaller sizes, fewer repeats (--device host or cuda)
+    #[arg(long = "calibrate-quick")]
     quick: bool,
-    /// Where to save a freshly calibrated profile as JSON.
+    /// Save the freshly calibrated profile as JSON (--device host or cuda) [default: not saved]
+    #[arg(long = "save-profile", value_name = "FILE.json")]
     save: Option<PathBuf>,
 }
 
-const USAGE: &str =
-    "usage: explain (--kernel K [--n N] | --all) [--device host|cuda|simulated|<profile.json>] \
-     [--resident] [--out DIR] [--calibrate-quick] [--save-profile FILE.json]";
-
-fn args() -> Args {
-    let mut a = Args {
-        kernel: None,
-        all: false,
-        n: None,
-        source: Source::Auto,
-        resident: false,
-        out: PathBuf::from("docs/img"),
-        quick: false,
-        save: None,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().unwrap_or_else(|| fail(NAME, format!("{flag} needs a value\n{USAGE}")));
-        match flag.as_str() {
-            "--kernel" => {
-                let v = value();
-                let k = KERNELS.iter().find(|k| k.flag == v || k.name == v).unwrap_or_else(|| {
-                    fail(NAME, format!("--kernel: unknown kernel `{v}` (one of {})", kernel_flags()))
-                });
-                a.kernel = Some(k);
-            }
-            "--n" => {
-                let v = value();
-                let n = parse_count(&v).unwrap_or_else(|| fail(NAME, format!("--n: not a count: {v}")));
-                if n == 0 {
-                    fail(NAME, "--n must be at least 1".into());
-                }
-                a.n = Some(n);
-            }
-            "--device" => {
-                let v = value();
-                a.source = match v.as_str() {
-                    "host" => Source::Host,
-                    "cuda" => Source::Cuda,
-                    "simulated" => Source::Simulated,
-                    "auto" => Source::Auto,
-                    p if p.ends_with(".json") || Path::new(p).is_file() => Source::File(PathBuf::from(p)),
-                    other => fail(
-                        NAME,
-                        format!(
-                            "--device: `{other}` is not host, cuda, simulated, auto or an existing profile file"
-                        ),
-                    ),
-                };
-            }
-            "--out" => a.out = PathBuf::from(value()),
-            "--resident" => a.resident = true,
-            "--all" => a.all = true,
-            "--calibrate-quick" => a.quick = true,
-            "--save-profile" => a.save = Some(PathBuf::from(value())),
-            "--help" | "-h" => {
-                println!("{USAGE}\nkernels: {}", kernel_flags());
-                std::process::exit(0);
-            }
-            _ => fail(NAME, format!("unknown flag {flag}\n{USAGE}")),
+impl Cli for Args {
+    fn check(&self) -> Result<(), String> {
+        let calibrates = matches!(self.source, Source::Host | Source::Cuda);
+        if self.quick && matches!(self.source, Source::Simulated | Source::File(_)) {
+            return Err("--calibrate-quick only applies when calibrating (--device host or cuda)".into());
         }
+        if self.save.is_some() && !calibrates {
+            return Err("--save-profile saves a calibrated profile: use it with --device host or cuda".into());
+        }
+        Ok(())
     }
-    if a.all && (a.kernel.is_some() || a.n.is_some()) {
-        fail(NAME, "--all explains every kernel at its default n; drop --kernel and --n".into());
-    }
-    if !a.all && a.kernel.is_none() {
-        fail(NAME, format!("say which kernel (--kernel {}) or --all\n{USAGE}", kernel_flags()));
-    }
-    if a.quick && matches!(a.source, Source::Simulated | Source::File(_)) {
-        fail(NAME, "--calibrate-quick only applies when calibrating (--device host or cuda)".into());
-    }
-    a
 }
 
 /// Measures a profile on `device`, or exits 2 saying why not.
@@ -511,12 +506,9 @@ fn plot(
 }
 
 fn main() {
-    let a = args();
+    let a: Args = parse();
     let (profile, why) = profile(&a);
     if let Some(path) = &a.save {
-        if !matches!(a.source, Source::Host | Source::Cuda) {
-            fail(NAME, "--save-profile saves a calibrated profile: use it with --device host or cuda".into());
-        }
         profile.save(path).unwrap_or_else(|e| fail(&format!("{NAME}: --save-profile"), e.to_string()));
         println!("{NAME}: profile saved to {} ({})", path.display(), profile.label());
     }
@@ -532,7 +524,7 @@ fn main() {
     let todo: Vec<(&Kernel, usize)> = if a.all {
         KERNELS.iter().map(|k| (k, k.default_n)).collect()
     } else {
-        let k = a.kernel.expect("checked in args");
+        let k = a.kernel.as_ref().expect("clap requires --kernel or --all");
         vec![(k, a.n.unwrap_or(k.default_n))]
     };
     let mut failed = false;
@@ -544,5 +536,34 @@ fn main() {
     }
     if failed {
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+    use common::testing::{cli_contract, parse_error};
+    use common::try_parse_from;
+
+    #[test]
+    fn cli() {
+        cli_contract::<Args>(NAME);
+        let a: Args = try_parse_from([NAME, "--kernel", "black_scholes", "--n", "1e6"]).unwrap();
+        assert_eq!((a.kernel.map(|k| k.flag), a.n), (Some("black-scholes"), Some(1_000_000)));
+        assert!(matches!(a.source, Source::Auto) && a.out == Path::new("docs/img"));
+        let a: Args = try_parse_from([NAME, "--all", "--device", "simulated"]).unwrap();
+        assert!(a.all && matches!(a.source, Source::Simulated));
+        for (args, kind) in [
+            (&[NAME][..], ErrorKind::MissingRequiredArgument),
+            (&[NAME, "--all", "--kernel", "saxpy"], ErrorKind::ArgumentConflict),
+            (&[NAME, "--all", "--n", "10"], ErrorKind::ArgumentConflict),
+            (&[NAME, "--kernel", "fft"], ErrorKind::InvalidValue),
+            (&[NAME, "--all", "--device", "gpu"], ErrorKind::ValueValidation),
+            (&[NAME, "--all", "--device", "simulated", "--calibrate-quick"], ErrorKind::ArgumentConflict),
+            (&[NAME, "--all", "--save-profile", "p.json"], ErrorKind::ArgumentConflict),
+        ] {
+            parse_error::<Args>(args, kind, 2);
+        }
     }
 }

@@ -22,9 +22,9 @@
 
 #[path = "common/mod.rs"]
 mod common;
-use common::parse_count;
+use clap::Parser;
+use common::{check_tasks, count_in, fail, parse, positive, try_vec, Cli, Procs};
 use gmprt::runtime::time::sleep;
-use gmprt::Runtime;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -34,54 +34,33 @@ use std::time::{Duration, Instant};
 const MAX_CPU_US: usize = 60_000_000; // one minute of CPU per task
 const MAX_WAIT_MS: usize = 86_400_000; // one day of waiting
 
+const NAME: &str = env!("CARGO_CRATE_NAME");
+
+/// "fetchMarketData": N tasks, C µs of CPU then a W ms wait each; wall time against
+/// max(W, N·C/procs), and why a GPU could not help.
+#[derive(Parser, Debug)]
+#[command(name = NAME)]
 struct Args {
+    /// Tasks (requests), written 100000, 100_000 or 1e5
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = positive)]
     tasks: usize,
+    /// CPU work per task, in µs (at most one minute)
+    #[arg(long, value_name = "C", default_value_t = 5, value_parser = count_in(0, MAX_CPU_US))]
     cpu_us: usize,
+    /// The wait for each reply, in ms (at most one day)
+    #[arg(long, value_name = "W", default_value_t = 100, value_parser = count_in(0, MAX_WAIT_MS))]
     wait_ms: usize,
-    procs: Option<usize>,
+    #[command(flatten)]
+    procs: Procs,
 }
 
-fn usage() -> ! {
-    eprintln!(
-        "usage: io_bound [--tasks N] [--cpu-us C] [--wait-ms W] [--procs P]   (defaults N=100000 C=5 W=100; N may be written 100_000 or 1e5)"
-    );
-    std::process::exit(2)
-}
-
-fn args() -> Args {
-    let mut a = Args { tasks: 100_000, cpu_us: 5, wait_ms: 100, procs: None };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        let mut value = || it.next().as_deref().and_then(parse_count).unwrap_or_else(|| usage());
-        match arg.as_str() {
-            "--tasks" => a.tasks = value(),
-            "--cpu-us" => a.cpu_us = value(),
-            "--wait-ms" => a.wait_ms = value(),
-            "--procs" => a.procs = Some(value()),
-            "-h" | "--help" => usage(),
-            other => {
-                eprintln!("unknown argument {other:?}");
-                usage()
-            }
+impl Cli for Args {
+    fn check(&self) -> Result<(), String> {
+        if self.cpu_us == 0 && self.wait_ms == 0 {
+            return Err("--cpu-us and --wait-ms cannot both be 0: there would be nothing to model".into());
         }
+        Ok(())
     }
-    if a.tasks == 0 {
-        eprintln!("--tasks must be at least 1");
-        usage()
-    }
-    if a.cpu_us == 0 && a.wait_ms == 0 {
-        eprintln!("--cpu-us and --wait-ms cannot both be 0: there would be nothing to model");
-        usage()
-    }
-    if a.cpu_us > MAX_CPU_US {
-        eprintln!("--cpu-us must be at most {MAX_CPU_US} (one minute)");
-        usage()
-    }
-    if a.wait_ms > MAX_WAIT_MS {
-        eprintln!("--wait-ms must be at most {MAX_WAIT_MS} (one day)");
-        usage()
-    }
-    a
 }
 
 /// The CPU part of a request (parse, validate, sign…), stood in for by `iters` dependent steps
@@ -133,18 +112,10 @@ fn calibrate(cpu_us: usize) -> Calibration {
 }
 
 fn main() {
-    let a = args();
-    let mut b = Runtime::builder();
-    if let Some(p) = a.procs {
-        b = b.procs(p);
-    }
-    let rt = match b.build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("io_bound: {e}");
-            std::process::exit(2)
-        }
-    };
+    let a: Args = parse();
+    // Every task is at least its header: refuse a count that cannot fit up front.
+    check_tasks("--tasks", a.tasks).unwrap_or_else(|e| fail(NAME, e));
+    let rt = a.procs.gmprt().unwrap_or_else(|e| fail(NAME, e));
     let (n, procs) = (a.tasks, rt.procs());
     let (cpu, wait) = (Duration::from_micros(a.cpu_us as u64), Duration::from_millis(a.wait_ms as u64));
 
@@ -159,10 +130,11 @@ fn main() {
     let iters = cal.iters;
     let t0 = Instant::now();
     let cpu_ns2 = cpu_ns.clone();
+    let mut handles: Vec<gmprt::JoinHandle<u64>> =
+        try_vec(n, &format!("--tasks {n}"), "a join handle").unwrap_or_else(|e| fail(NAME, e));
     let checksum = rt.block_on(async move {
         // The root is itself a task, like a Go main that fires `go fetchMarketData(i)` N times.
         let root = gmprt::spawn(async move {
-            let mut handles = Vec::with_capacity(n);
             for i in 0..n as u64 {
                 let cpu_ns = cpu_ns2.clone();
                 handles.push(gmprt::spawn(async move {
@@ -237,4 +209,30 @@ fn main() {
         "io_bound tasks={n} procs={procs} cpu_us={} wait_ms={} wall_ms={wall_ms:.1} serial_ms={serial_ms:.1} cpu_bound_ms={cpu_bound_ms:.1} model_ms={model_ms:.1} ratio={ratio:.2}",
         a.cpu_us, a.wait_ms
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+    use common::testing::{assert_too_big, cli_contract, parse_error};
+    use common::try_parse_from;
+
+    #[test]
+    fn cli() {
+        cli_contract::<Args>(NAME);
+        let a: Args = try_parse_from([NAME, "--tasks", "1e5"]).unwrap();
+        assert_eq!((a.tasks, a.cpu_us, a.wait_ms, a.procs.n), (100_000, 5, 100, None));
+        let text =
+            parse_error::<Args>(&[NAME, "--cpu-us", "0", "--wait-ms", "0"], ErrorKind::ArgumentConflict, 2);
+        assert!(text.contains("cannot both be 0"), "{text}");
+        let text = parse_error::<Args>(&[NAME, "--wait-ms", "1e9"], ErrorKind::ValueValidation, 2);
+        assert!(text.contains("between 0 and 86400000"), "{text}");
+    }
+
+    #[test]
+    fn tasks_that_cannot_fit_are_a_clear_error() {
+        let a: Args = try_parse_from([NAME, "--tasks", "1e19"]).unwrap();
+        assert_too_big(check_tasks("--tasks", a.tasks), "--tasks 10000000000000000000");
+    }
 }

@@ -7,43 +7,55 @@
 //!    stand-in when there is none (then it is rung 3 again, labelled so).
 //!
 //! ```text
-//! cargo run --release --example matmul_ladder -- [--n 1024] [--naive-max 1024] [--procs N]
+//! cargo run --release --example matmul_ladder -- [--n 1024] [--naive-max 1024] [--procs P]
 //! ```
 //! Every rung is checked against rung 3 (max relative error printed).
 use gmprt::kernels::sgemm::{sgemm_crate, sgemm_naive, sgemm_rows};
 use gmprt::offload::{Device, DeviceKind};
-use gmprt::runtime::Runtime;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{fail, parse_count};
+use clap::Parser;
+use common::{check_fits, fail, parse, positive, try_filled, try_vec, Cli, Procs, TooBig};
+
+const NAME: &str = env!("CARGO_CRATE_NAME");
 
 /// Rows per green task: 16 rows of C reuse each loaded panel of B 16 times, and N/16 tasks
 /// (64 at N = 1024) balance well over any P count up to 16.
 const ROWS_PER_TASK: usize = 16;
 
+/// C = A·B with N×N f32 matrices, from the naive triple loop to green tasks per row block, a
+/// GEMM crate and cuBLAS.
+#[derive(Parser, Debug)]
+#[command(name = NAME)]
+struct Args {
+    /// The matrices' side N
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = positive)]
+    n: usize,
+    /// The largest N the naive triple loop runs at (it is skipped above)
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = common::parse_count)]
+    naive_max: usize,
+    #[command(flatten)]
+    procs: Procs,
+}
+
+impl Cli for Args {}
+
+/// The matrices alive at once: A, B, the reference C and one more C.
+const MATRICES: usize = 4;
+
+/// Refuses, before anything is allocated, an `--n` whose matrices cannot fit in memory.
+fn check_memory(n: usize) -> Result<(), TooBig> {
+    let what = "an element of A, B, the reference C and C, in f32";
+    check_fits(&format!("--n {n}"), n as u128 * n as u128, MATRICES * 4, what)
+}
+
 fn main() {
-    let (mut n, mut naive_max, mut procs) = (1024usize, 1024usize, None);
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let v = it.next().unwrap_or_else(|| fail("matmul_ladder", format!("{flag} needs a value")));
-        let v = parse_count(&v).unwrap_or_else(|| fail("matmul_ladder", format!("{flag}: not a count: {v}")));
-        match flag.as_str() {
-            "--n" => n = v,
-            "--naive-max" => naive_max = v,
-            "--procs" => procs = Some(v),
-            _ => fail("matmul_ladder", format!("unknown flag {flag} (try --n, --naive-max, --procs)")),
-        }
-    }
-    if n == 0 {
-        fail("matmul_ladder", "--n must be at least 1".into());
-    }
-    let device = Device::detect().unwrap_or_else(|e| fail("matmul_ladder: GMPRT_DEVICE", e.to_string()));
-    let mut b = Runtime::builder();
-    if let Some(p) = procs {
-        b = b.procs(p);
-    }
-    let rt = b.build().unwrap_or_else(|e| fail("matmul_ladder", e.to_string()));
+    let args: Args = parse();
+    let (n, naive_max) = (args.n, args.naive_max);
+    check_memory(n).unwrap_or_else(|e| fail(NAME, e));
+    let device = Device::detect().unwrap_or_else(|e| fail("matmul_ladder: GMPRT_DEVICE", e));
+    let rt = args.procs.gmprt().unwrap_or_else(|e| fail(NAME, e));
     let procs = rt.procs();
     println!("matmul_ladder: C = A·B, N = {n}, f32; {procs} procs; device {}", device.describe());
 
@@ -55,11 +67,17 @@ fn main() {
         s ^= s << 17;
         (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
     };
-    let a: Vec<f32> = (0..n * n).map(|_| next()).collect();
-    let bm: Vec<f32> = (0..n * n).map(|_| next()).collect();
+    // Every matrix is reserved (checked above, `try_reserve_exact` here) and, for the outputs,
+    // zero-filled before its rung's timer starts, so no page fault is timed as arithmetic.
+    let (nn, asked) = (n * n, format!("--n {n}"));
+    let matrix = || try_filled(nn, 0f32, &asked, "an f32 element").unwrap_or_else(|e| fail(NAME, e));
+    let mut a = try_vec(nn, &asked, "an f32 element").unwrap_or_else(|e| fail(NAME, e));
+    a.extend((0..nn).map(|_| next()));
+    let mut bm = try_vec(nn, &asked, "an f32 element").unwrap_or_else(|e| fail(NAME, e));
+    bm.extend((0..nn).map(|_| next()));
     let flops = 2.0 * (n as f64).powi(3);
 
-    let mut reference = vec![0f32; n * n];
+    let mut reference = matrix();
     let t = Instant::now();
     sgemm_crate(n, n, n, &a, &bm, &mut reference, procs).unwrap();
     let crate_t = t.elapsed();
@@ -75,7 +93,7 @@ fn main() {
     };
 
     if n <= naive_max {
-        let mut c = vec![0f32; n * n];
+        let mut c = matrix();
         let t = Instant::now();
         sgemm_naive(n, n, n, &a, &bm, &mut c).unwrap();
         naive_secs.set(Some(row("1. naive triple loop, 1 thread", t.elapsed(), &c)));
@@ -83,7 +101,7 @@ fn main() {
         println!("{:<46} skipped (N > --naive-max {naive_max})", "1. naive triple loop, 1 thread");
     }
 
-    let mut c = vec![0f32; n * n];
+    let mut c = matrix();
     let base = c.as_mut_ptr() as usize;
     let t = Instant::now();
     rt.handle().parallel_for(n, ROWS_PER_TASK, |rows| {
@@ -95,7 +113,7 @@ fn main() {
     row(&format!("2. green task per {ROWS_PER_TASK} rows, {procs} procs"), t.elapsed(), &c);
     row(&format!("3. GEMM crate, {procs} threads"), crate_t, &reference);
 
-    let mut c = vec![0f32; n * n];
+    let mut c = matrix();
     let t = Instant::now();
     match device.sgemm(n, n, n, &a, &bm, &mut c) {
         Ok(ph) => {
@@ -115,4 +133,29 @@ fn main() {
 fn max_rel_err(c: &[f32], r: &[f32]) -> f64 {
     let scale = r.iter().fold(0f32, |m, x| m.max(x.abs())).max(f32::MIN_POSITIVE) as f64;
     c.iter().zip(r).map(|(x, y)| (*x as f64 - *y as f64).abs() / scale).fold(0.0, f64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::try_parse_from;
+
+    #[test]
+    fn cli() {
+        common::testing::cli_contract::<Args>(NAME);
+        let a: Args = try_parse_from([NAME]).unwrap();
+        assert_eq!((a.n, a.naive_max, a.procs.n), (1024, 1024, None));
+        let a: Args = try_parse_from([NAME, "--n", "4_096", "--naive-max", "5e2", "--procs", "2"]).unwrap();
+        assert_eq!((a.n, a.naive_max, a.procs.n), (4096, 500, Some(2)));
+    }
+
+    #[test]
+    fn matrices_that_cannot_fit_are_a_clear_error() {
+        // N² overflows usize here; the check counts in u128.
+        let a: Args = try_parse_from([NAME, "--n", "1e10"]).unwrap();
+        common::testing::assert_too_big(check_memory(a.n), "--n 10000000000");
+        let msg = check_memory(a.n).unwrap_err().to_string();
+        assert!(msg.contains("100000000000000000000 × 16 bytes"), "{msg}");
+        assert!(check_memory(64).is_ok());
+    }
 }

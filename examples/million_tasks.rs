@@ -20,7 +20,8 @@
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{fail, gmprt_rt, parse_count, rss, tokio_rt, Rt};
+use clap::Parser;
+use common::{check_tasks, fail, parse, positive, rss, try_vec, Cli, Procs, Rt, TooBig, Which};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -28,50 +29,26 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+const NAME: &str = env!("CARGO_CRATE_NAME");
+
+/// Spawns and joins N green tasks, or keeps all N parked at once (--park), on gmprt or tokio.
+#[derive(Parser, Debug)]
+#[command(name = NAME)]
 struct Args {
+    /// Tasks, written 1000000, 1_000_000 or 1e6
+    #[arg(long, value_name = "N", default_value_t = 1_000_000, value_parser = positive)]
     tasks: usize,
-    procs: Option<usize>,
+    #[command(flatten)]
+    procs: Procs,
+    /// Keep all N tasks suspended at once on one gate and report the bytes each costs
+    #[arg(long)]
     park: bool,
-    tokio: bool,
+    /// The runtime that runs the program
+    #[arg(long, value_enum, value_name = "RUNTIME", default_value_t = Which::Gmprt)]
+    runtime: Which,
 }
 
-fn usage() -> ! {
-    eprintln!(
-        "usage: million_tasks [--tasks N] [--procs P] [--park] [--runtime gmprt|tokio]   (N may be written 1_000_000 or 1e6)"
-    );
-    std::process::exit(2)
-}
-
-fn args() -> Args {
-    let mut a = Args { tasks: 1_000_000, procs: None, park: false, tokio: false };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--tasks" => a.tasks = it.next().as_deref().and_then(parse_count).unwrap_or_else(|| usage()),
-            "--procs" => {
-                a.procs = Some(it.next().as_deref().and_then(parse_count).unwrap_or_else(|| usage()))
-            }
-            "--park" => a.park = true,
-            "--runtime" => {
-                a.tokio = match it.next().as_deref() {
-                    Some("gmprt") => false,
-                    Some("tokio") => true,
-                    _ => usage(),
-                }
-            }
-            "-h" | "--help" => usage(),
-            other => {
-                eprintln!("unknown argument {other:?}");
-                usage()
-            }
-        }
-    }
-    if a.tasks == 0 {
-        eprintln!("--tasks must be at least 1");
-        usage()
-    }
-    a
-}
+impl Cli for Args {}
 
 /// A gate that many tasks wait on at once (one waker slot per waiter, like a Go channel's
 /// list of sudogs).
@@ -163,12 +140,12 @@ fn little_arithmetic(i: u64) -> u64 {
 /// the 10 ms after which sysmon reports a poll as hogging its P.
 const YIELD_EVERY: u64 = 1024;
 
-fn spawn_mode<R: Rt>(rt: &R, n: usize) -> (Duration, u64) {
+fn spawn_mode<R: Rt>(rt: &R, n: usize) -> Result<(Duration, u64), TooBig> {
     let t0 = Instant::now();
     // The root is itself a task, so every spawn comes from inside the runtime on both peers.
     let checksum = rt.block_on(async move {
         R::spawn(async move {
-            let mut handles = Vec::with_capacity(n);
+            let mut handles = try_vec(n, &format!("--tasks {n}"), "a join handle")?;
             for i in 0..n as u64 {
                 handles.push(R::spawn(async move { little_arithmetic(i) }));
                 // A loop of 1M spawns is one long poll: yield now and then, as the runtime's
@@ -181,14 +158,14 @@ fn spawn_mode<R: Rt>(rt: &R, n: usize) -> (Duration, u64) {
             for h in handles {
                 acc = acc.wrapping_add(h.await);
             }
-            acc
+            Ok::<_, TooBig>(acc)
         })
         .await
-    });
+    })?;
     let elapsed = t0.elapsed();
     let expect = (0..n as u64).fold(0u64, |a, i| a.wrapping_add(little_arithmetic(i)));
     assert_eq!(checksum, expect, "a task's result was lost or wrong");
-    (elapsed, checksum)
+    Ok((elapsed, checksum))
 }
 
 struct ParkReport {
@@ -245,11 +222,12 @@ fn park_mode<R: Rt>(rt: &R, n: usize) -> ParkReport {
 }
 
 fn main() {
-    let a = args();
-    if a.tokio {
-        run(tokio_rt(a.procs).unwrap_or_else(|e| fail("million_tasks: tokio", e)), &a)
-    } else {
-        run(gmprt_rt(a.procs).unwrap_or_else(|e| fail("million_tasks", e)), &a)
+    let a: Args = parse();
+    // Every task is at least its header: refuse a count that cannot fit before starting.
+    check_tasks("--tasks", a.tasks).unwrap_or_else(|e| fail(NAME, e));
+    match a.runtime {
+        Which::Tokio => run(a.procs.tokio().unwrap_or_else(|e| fail("million_tasks: tokio", e)), &a),
+        Which::Gmprt => run(a.procs.gmprt().unwrap_or_else(|e| fail(NAME, e)), &a),
     }
 }
 
@@ -272,7 +250,7 @@ fn run<R: Rt>(rt: R, a: &Args) {
         println!("released them all in {:.1} ms", r.release_elapsed.as_secs_f64() * 1e3);
         ("park", r.park_elapsed + r.release_elapsed, r.parked_bytes as f64 / n as f64)
     } else {
-        let (elapsed, _) = spawn_mode(&rt, n);
+        let (elapsed, _) = spawn_mode(&rt, n).unwrap_or_else(|e| fail(NAME, e));
         let (_, peak) = rss();
         println!("spawned and joined {n} tasks on {procs} procs in {:.1} ms", elapsed.as_secs_f64() * 1e3);
         (
@@ -296,4 +274,43 @@ fn run<R: Rt>(rt: R, a: &Args) {
         mib(peak),
         bytes_per_task
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+    use common::testing::{assert_too_big, cli_contract, parse_error};
+    use common::try_parse_from;
+
+    #[test]
+    fn cli() {
+        cli_contract::<Args>(NAME);
+    }
+
+    #[test]
+    fn counts_in_every_spelling() {
+        for n in ["1000000", "1_000_000", "1e6"] {
+            let a: Args = try_parse_from([NAME, "--tasks", n]).unwrap();
+            assert_eq!(a.tasks, 1_000_000, "--tasks {n}");
+        }
+        let a: Args = try_parse_from([NAME]).unwrap();
+        assert_eq!((a.tasks, a.procs.n, a.park, a.runtime), (1_000_000, None, false, Which::Gmprt));
+        for bad in ["-5", "0", "1.5", "lots", "1e20"] {
+            let text = parse_error::<Args>(&[NAME, "--tasks", bad], ErrorKind::ValueValidation, 2);
+            assert!(text.contains("--tasks"), "--tasks {bad}: {text}");
+        }
+    }
+
+    #[test]
+    fn tasks_that_cannot_fit_are_a_clear_error() {
+        let a: Args = try_parse_from([NAME, "--tasks", "1e19"]).unwrap();
+        assert_too_big(check_tasks("--tasks", a.tasks), "--tasks 10000000000000000000");
+        let msg = check_tasks("--tasks", a.tasks).unwrap_err().to_string();
+        assert!(msg.contains("= at least 640000000000000000000 bytes"), "{msg}");
+        // The storage itself is reserved, not allocated and then aborted on.
+        let r = try_vec::<u64>(a.tasks, "--tasks 10000000000000000000", "a join handle").map(drop);
+        assert_too_big(r, "--tasks 10000000000000000000");
+        assert!(check_tasks("--tasks", 1_000).is_ok());
+    }
 }

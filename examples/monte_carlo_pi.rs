@@ -3,64 +3,59 @@
 //! European call priced by N paths next to its Black-Scholes value.
 //!
 //! ```text
-//! cargo run --release --example monte_carlo_pi -- [--samples 100e6] [--paths 10e6] [--seed 42] [--procs N]
+//! cargo run --release --example monte_carlo_pi -- [--samples 100e6] [--paths 10e6] [--seed 42] [--procs P]
 //! ```
 //! `GMPRT_DEVICE=host|cuda` chooses the device (default: CUDA if present, else Host).
 use gmprt::kernels::black_scholes::{reference, Contract, OptionKind};
 use gmprt::kernels::monte_carlo::{mc_price, option_paths_sum, pi_hits, PiEstimate};
 use gmprt::offload::Device;
-use gmprt::runtime::Runtime;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
 
 mod common;
-use common::{fail, parse_count};
+use clap::Parser;
+use common::{count_in, fail, parse, parse_count, Cli, Procs};
 
 /// Philox blocks per chunk: 2^16 blocks = 131k samples, ≈ 1 ms of work on one core, small
 /// enough to balance over the Ps and large enough that one atomic add per chunk is noise.
 const CHUNK_BLOCKS: u64 = 1 << 16;
 
+const NAME: &str = env!("CARGO_CRATE_NAME");
+
+/// π and a European call by Monte Carlo on the CPU's Ps and on the device, with the same
+/// Philox stream (identical hit counts).
+#[derive(Parser, Debug)]
+#[command(name = NAME)]
 struct Args {
+    /// Samples for π (at least 2), written 100000000, 100_000_000 or 100e6
+    #[arg(long, value_name = "N", default_value_t = 100_000_000, value_parser = count_in(2, usize::MAX))]
+    samples: usize,
+    /// Paths for the option price (at least 4)
+    #[arg(long, value_name = "N", default_value_t = 10_000_000, value_parser = count_in(4, usize::MAX))]
+    paths: usize,
+    /// Seed of the Philox stream
+    #[arg(long, value_name = "SEED", default_value_t = 42, value_parser = parse_count)]
+    seed: usize,
+    #[command(flatten)]
+    procs: Procs,
+}
+
+impl Cli for Args {}
+
+/// The run's draws, as the kernels count them.
+struct Draws {
     samples: u64,
     paths: u64,
     seed: u64,
-    procs: Option<usize>,
-}
-
-fn args() -> Args {
-    let mut a = Args { samples: 100_000_000, paths: 10_000_000, seed: 42, procs: None };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut val = || it.next().unwrap_or_else(|| fail("monte_carlo_pi", format!("{flag} needs a value")));
-        let count = |v: String| {
-            parse_count(&v).unwrap_or_else(|| fail("monte_carlo_pi", format!("{flag}: not a count: {v}")))
-        };
-        match flag.as_str() {
-            "--samples" => a.samples = count(val()) as u64,
-            "--paths" => a.paths = count(val()) as u64,
-            "--seed" => a.seed = count(val()) as u64,
-            "--procs" => a.procs = Some(count(val())),
-            _ => fail(
-                "monte_carlo_pi",
-                format!("unknown flag {flag} (try --samples, --paths, --seed, --procs)"),
-            ),
-        }
-    }
-    if a.samples < 2 || a.paths < 4 {
-        fail("monte_carlo_pi", "--samples must be ≥ 2 and --paths ≥ 4".into());
-    }
-    a
 }
 
 fn main() {
-    let a = args();
-    let device = Device::detect().unwrap_or_else(|e| fail("monte_carlo_pi: GMPRT_DEVICE", e.to_string()));
-    let mut b = Runtime::builder();
-    if let Some(p) = a.procs {
-        b = b.procs(p);
-    }
-    let rt = b.build().unwrap_or_else(|e| fail("monte_carlo_pi", e.to_string()));
+    let args: Args = parse();
+    // Counts of draws, not of storage: the work is cut into chunks, nothing is sized by them.
+    let a = Draws { samples: args.samples as u64, paths: args.paths as u64, seed: args.seed as u64 };
+    let device = Device::detect().unwrap_or_else(|e| fail("monte_carlo_pi: GMPRT_DEVICE", e));
+    let rt = args.procs.gmprt().unwrap_or_else(|e| fail(NAME, e));
     let procs = rt.procs();
     println!("monte_carlo_pi: device {}; CPU side: gmprt, {procs} procs", device.describe());
 
@@ -155,5 +150,24 @@ fn main() {
             );
         }
         Err(e) => println!("device: failed: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+    use common::testing::{cli_contract, parse_error};
+    use common::try_parse_from;
+
+    #[test]
+    fn cli() {
+        cli_contract::<Args>(NAME);
+        let a: Args = try_parse_from([NAME]).unwrap();
+        assert_eq!((a.samples, a.paths, a.seed, a.procs.n), (100_000_000, 10_000_000, 42, None));
+        let a: Args = try_parse_from([NAME, "--samples", "1e9", "--paths", "1_000"]).unwrap();
+        assert_eq!((a.samples, a.paths), (1_000_000_000, 1000));
+        let text = parse_error::<Args>(&[NAME, "--paths", "3"], ErrorKind::ValueValidation, 2);
+        assert!(text.contains("at least 4"), "{text}");
     }
 }

@@ -10,7 +10,7 @@
 //!    transfers.
 //!
 //! ```text
-//! cargo run --release --example option_screener -- [--n 1e6] [--seed 7] [--procs N]
+//! cargo run --release --example option_screener -- [--n 1e6] [--seed 7] [--procs P]
 //!     [--max-batch 65536] [--max-delay-us 500] [--per-launch-cap 20000]
 //! ```
 //! All ways must agree within 1e-5 (relative to max(|value|, 0.01)); the program exits 1 if not.
@@ -23,52 +23,50 @@ use gmprt::runtime::Runtime;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{fail, parse_count};
+use clap::Parser;
+use common::{check_fits, fail, parse, parse_count, positive, try_filled, try_vec, Cli, Procs, TooBig};
 
 /// Contracts per `parallel_for` chunk: 16k contracts = 768 KiB of in+out columns, about
 /// 100 µs of work — cache-friendly and plenty of chunks to balance (61 at 1M).
 const CHUNK: usize = 16 * 1024;
 
+const NAME: &str = env!("CARGO_CRATE_NAME");
+
+/// Greeks for N option contracts five ways: a task per contract, chunks over the Ps, one
+/// launch per task, N tasks through the Batcher, one bulk launch.
+#[derive(Parser, Debug)]
+#[command(name = NAME)]
 struct Args {
+    /// Contracts, written 1000000, 1_000_000 or 1e6
+    #[arg(long, value_name = "N", default_value_t = 1_000_000, value_parser = positive)]
     n: usize,
-    seed: u64,
-    procs: Option<usize>,
+    /// Seed of the synthetic option chain
+    #[arg(long, value_name = "SEED", default_value_t = 7, value_parser = parse_count)]
+    seed: usize,
+    #[command(flatten)]
+    procs: Procs,
+    /// The Batcher's largest batch (way 4)
+    #[arg(long, value_name = "ITEMS", default_value_t = 1 << 16, value_parser = parse_count)]
     max_batch: usize,
-    max_delay: Duration,
+    /// How long the Batcher waits to fill a batch, in µs (way 4)
+    #[arg(long, value_name = "US", default_value_t = 500, value_parser = parse_count)]
+    max_delay_us: usize,
+    /// Contracts way 3 (one launch per task) runs before extrapolating to N
+    #[arg(long, value_name = "N", default_value_t = 20_000, value_parser = positive)]
     per_launch_cap: usize,
 }
 
-fn args() -> Args {
-    let mut a = Args {
-        n: 1_000_000,
-        seed: 7,
-        procs: None,
-        max_batch: 1 << 16,
-        max_delay: Duration::from_micros(500),
-        per_launch_cap: 20_000,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let v = it.next().unwrap_or_else(|| fail("option_screener", format!("{flag} needs a value")));
-        let v =
-            parse_count(&v).unwrap_or_else(|| fail("option_screener", format!("{flag}: not a count: {v}")));
-        match flag.as_str() {
-            "--n" => a.n = v,
-            "--seed" => a.seed = v as u64,
-            "--procs" => a.procs = Some(v),
-            "--max-batch" => a.max_batch = v,
-            "--max-delay-us" => a.max_delay = Duration::from_micros(v as u64),
-            "--per-launch-cap" => a.per_launch_cap = v,
-            _ => fail(
-                "option_screener",
-                format!("unknown flag {flag} (try --n, --seed, --procs, --max-batch, --max-delay-us, --per-launch-cap)"),
-            ),
-        }
-    }
-    if a.n == 0 || a.per_launch_cap == 0 {
-        fail("option_screener", "--n and --per-launch-cap must be at least 1".into());
-    }
-    a
+impl Cli for Args {}
+
+/// What every contract holds at the least while the ways run: the contract, its staged input
+/// columns, one set of results and the header of the task that prices it (way 1).
+const BYTES_PER_CONTRACT: usize =
+    std::mem::size_of::<Contract>() + (IN_WORDS + OUT_WORDS) * 4 + common::MIN_TASK_BYTES;
+
+/// Refuses, before anything is allocated, a `--n` whose contracts cannot fit in memory.
+fn check_memory(n: usize) -> Result<(), TooBig> {
+    let what = "a contract, its input columns, its results and its task's header";
+    check_fits(&format!("--n {n}"), n as u128, BYTES_PER_CONTRACT, what)
 }
 
 /// One row of the table.
@@ -85,27 +83,26 @@ struct Way {
 }
 
 fn main() {
-    let a = args();
-    let device = Device::detect().unwrap_or_else(|e| fail("option_screener: GMPRT_DEVICE", e.to_string()));
-    let mut b = Runtime::builder();
-    if let Some(p) = a.procs {
-        b = b.procs(p);
-    }
-    let rt = b.build().unwrap_or_else(|e| fail("option_screener", e.to_string()));
+    let a: Args = parse();
+    check_memory(a.n).unwrap_or_else(|e| fail(NAME, e));
+    let device = Device::detect().unwrap_or_else(|e| fail("option_screener: GMPRT_DEVICE", e));
+    let rt = a.procs.gmprt().unwrap_or_else(|e| fail(NAME, e));
     let procs = rt.procs();
-    let n = a.n;
-    println!("option_screener: {n} contracts (seed {}), {procs} procs; device {}", a.seed, device.describe());
-    let chain: &'static [Contract] = Vec::leak(synthetic_chain(n, a.seed));
+    let (n, seed) = (a.n, a.seed as u64);
+    let asked = format!("--n {n}");
+    println!("option_screener: {n} contracts (seed {seed}), {procs} procs; device {}", device.describe());
+    let chain: &'static [Contract] = Vec::leak(synthetic_chain(n, seed));
     let batch: &'static BsBatch = Box::leak(Box::new(BsBatch::from_contracts(chain)));
     let mut ways = Vec::new();
 
     // 1. One green task per contract.
     let t = Instant::now();
+    let mut hs = try_vec(n, &asked, "a join handle").unwrap_or_else(|e| fail(NAME, e));
+    let mut out = try_vec(n, &asked, "its Greeks").unwrap_or_else(|e| fail(NAME, e));
     // The root is itself a task, so every spawn comes from a P (runnext / local queue), as in
     // a Go program's main goroutine.
     let greeks: Vec<Greeks> = rt
         .block_on(rt.spawn(async move {
-            let mut hs = Vec::with_capacity(n);
             for i in 0..n {
                 hs.push(gmprt::spawn(async move { price_at(batch, i) }));
                 // Spawn in slices of 1024 so the root's poll stays short (see million_tasks).
@@ -113,7 +110,6 @@ fn main() {
                     gmprt::yield_now().await;
                 }
             }
-            let mut out = Vec::with_capacity(n);
             for h in hs {
                 out.push(h.await.expect("pricing task failed"));
             }
@@ -181,17 +177,18 @@ fn main() {
     ));
 
     // 4. A million tasks through the Batcher.
-    let cfg = BatcherConfig { max_batch: a.max_batch, max_delay: a.max_delay, ..BatcherConfig::default() };
+    let max_delay = Duration::from_micros(a.max_delay_us as u64);
+    let cfg = BatcherConfig { max_batch: a.max_batch, max_delay, ..BatcherConfig::default() };
     ways.push(through_batcher(
         &rt,
         &device,
         chain,
         cfg,
-        format!("4. {n} tasks → Batcher (max_batch {}, {:?})", a.max_batch, a.max_delay),
+        format!("4. {n} tasks → Batcher (max_batch {}, {:?})", a.max_batch, max_delay),
     ));
 
     // 5. One bulk launch: resident (the floor), and with its transfers.
-    let mut input = vec![0u32; n * IN_WORDS];
+    let mut input = try_filled(n * IN_WORDS, 0u32, &asked, "an input word").unwrap_or_else(|e| fail(NAME, e));
     stage_words(chain, &mut input);
     for (resident, name) in
         [(true, "5a. one bulk launch, data resident (floor)"), (false, "5b. one bulk launch incl. H2D + D2H")]
@@ -256,24 +253,23 @@ fn through_batcher(
 ) -> Way {
     let batcher = match Batcher::new(BlackScholes, device, cfg) {
         Ok(b) => b,
-        Err(e) => fail("option_screener: Batcher", e.to_string()),
+        Err(e) => fail("option_screener: Batcher", e),
     };
     let t = Instant::now();
     let b2 = batcher.clone();
+    let asked = format!("--n {}", chain.len());
+    let mut hs = try_vec(chain.len(), &asked, "a join handle").unwrap_or_else(|e| fail(NAME, e));
+    let mut out = try_vec(chain.len(), &asked, "its Greeks").unwrap_or_else(|e| fail(NAME, e));
     let greeks: Vec<Greeks> = rt
         .block_on(rt.spawn(async move {
-            let hs: Vec<_> = chain
-                .iter()
-                .map(|c| {
-                    let b = b2.clone();
-                    gmprt::spawn(async move { b.submit(*c).await })
-                })
-                .collect();
-            let mut out = Vec::with_capacity(chain.len());
+            hs.extend(chain.iter().map(|c| {
+                let b = b2.clone();
+                gmprt::spawn(async move { b.submit(*c).await })
+            }));
             for h in hs {
                 match h.await.expect("submitting task failed") {
                     Ok(g) => out.push(g),
-                    Err(e) => fail("option_screener: offload", e.to_string()),
+                    Err(e) => fail("option_screener: offload", e),
                 }
             }
             out
@@ -312,7 +308,8 @@ fn collect(g: &[Greeks]) -> BsResults {
 }
 
 fn from_words(n: usize, w: &[u32]) -> BsResults {
-    let g: Vec<Greeks> = (0..n).map(|i| gmprt::kernels::black_scholes::gather_words(n, w, i)).collect();
+    let mut g = try_vec(n, &format!("--n {n}"), "its Greeks").unwrap_or_else(|e| fail(NAME, e));
+    g.extend((0..n).map(|i| gmprt::kernels::black_scholes::gather_words(n, w, i)));
     collect(&g)
 }
 
@@ -390,5 +387,30 @@ impl Columns {
             theta: s(4),
             rho: s(5),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::try_parse_from;
+
+    #[test]
+    fn cli() {
+        common::testing::cli_contract::<Args>(NAME);
+        let a: Args = try_parse_from([NAME]).unwrap();
+        assert_eq!(
+            (a.n, a.seed, a.max_batch, a.max_delay_us, a.per_launch_cap),
+            (1_000_000, 7, 65536, 500, 20_000)
+        );
+        let a: Args = try_parse_from([NAME, "--n", "1_000", "--max-delay-us", "1e3"]).unwrap();
+        assert_eq!((a.n, a.max_delay_us, a.procs.n), (1000, 1000, None));
+    }
+
+    #[test]
+    fn contracts_that_cannot_fit_are_a_clear_error() {
+        let a: Args = try_parse_from([NAME, "--n", "1e19"]).unwrap();
+        common::testing::assert_too_big(check_memory(a.n), "--n 10000000000000000000");
+        assert!(check_memory(1000).is_ok());
     }
 }

@@ -21,7 +21,8 @@
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{fail, gmprt_rt, parse_count, rss, tokio_rt, Rt};
+use clap::Parser;
+use common::{check_tasks, count_in, fail, parse, positive, rss, Cli, Procs, Rt, Which};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -32,56 +33,26 @@ use std::time::{Duration, Instant};
 /// Keeps `Instant + Duration` from overflowing.
 const MAX_SLEEP_MS: usize = 86_400_000; // one day
 
+const NAME: &str = env!("CARGO_CRATE_NAME");
+
+/// A million concurrent sleepers: bytes per sleeping task, lateness, early wakes (must be 0).
+#[derive(Parser, Debug)]
+#[command(name = NAME)]
 struct Args {
+    /// Sleeping tasks, written 1000000, 1_000_000 or 1e6
+    #[arg(long, value_name = "N", default_value_t = 1_000_000, value_parser = positive)]
     tasks: usize,
+    /// How long each task sleeps, in ms (at most one day)
+    #[arg(long, value_name = "S", default_value_t = 1000, value_parser = count_in(1, MAX_SLEEP_MS))]
     sleep_ms: usize,
-    procs: Option<usize>,
-    tokio: bool,
+    #[command(flatten)]
+    procs: Procs,
+    /// The runtime that runs the program
+    #[arg(long, value_enum, value_name = "RUNTIME", default_value_t = Which::Gmprt)]
+    runtime: Which,
 }
 
-fn usage() -> ! {
-    eprintln!(
-        "usage: sleepers [--tasks N] [--sleep-ms S] [--procs P] [--runtime gmprt|tokio]   (defaults N=1000000 S=1000; N may be written 1_000_000 or 1e6)"
-    );
-    std::process::exit(2)
-}
-
-fn args() -> Args {
-    let mut a = Args { tasks: 1_000_000, sleep_ms: 1000, procs: None, tokio: false };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--tasks" => a.tasks = it.next().as_deref().and_then(parse_count).unwrap_or_else(|| usage()),
-            "--sleep-ms" => {
-                a.sleep_ms = it.next().as_deref().and_then(parse_count).unwrap_or_else(|| usage())
-            }
-            "--procs" => {
-                a.procs = Some(it.next().as_deref().and_then(parse_count).unwrap_or_else(|| usage()))
-            }
-            "--runtime" => {
-                a.tokio = match it.next().as_deref() {
-                    Some("gmprt") => false,
-                    Some("tokio") => true,
-                    _ => usage(),
-                }
-            }
-            "-h" | "--help" => usage(),
-            other => {
-                eprintln!("unknown argument {other:?}");
-                usage()
-            }
-        }
-    }
-    if a.tasks == 0 {
-        eprintln!("--tasks must be at least 1");
-        usage()
-    }
-    if a.sleep_ms == 0 || a.sleep_ms > MAX_SLEEP_MS {
-        eprintln!("--sleep-ms must be between 1 and {MAX_SLEEP_MS} (one day)");
-        usage()
-    }
-    a
-}
+impl Cli for Args {}
 
 /// Counts events and wakes one waiter when the count reaches zero.
 struct Latch {
@@ -150,11 +121,12 @@ async fn sleeper<R: Rt>(b: &'static Board) {
 }
 
 fn main() {
-    let a = args();
-    if a.tokio {
-        run(tokio_rt(a.procs).unwrap_or_else(|e| fail("sleepers: tokio", e)), &a)
-    } else {
-        run(gmprt_rt(a.procs).unwrap_or_else(|e| fail("sleepers", e)), &a)
+    let a: Args = parse();
+    // Every sleeper is at least its task's header: refuse a count that cannot fit up front.
+    check_tasks("--tasks", a.tasks).unwrap_or_else(|e| fail(NAME, e));
+    match a.runtime {
+        Which::Tokio => run(a.procs.tokio().unwrap_or_else(|e| fail("sleepers: tokio", e)), &a),
+        Which::Gmprt => run(a.procs.gmprt().unwrap_or_else(|e| fail(NAME, e)), &a),
     }
 }
 
@@ -244,5 +216,30 @@ fn run<R: Rt>(rt: R, a: &Args) {
     if early > 0 {
         eprintln!("sleepers: {early} tasks woke before their deadline");
         std::process::exit(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+    use common::testing::{assert_too_big, cli_contract, parse_error};
+    use common::try_parse_from;
+
+    #[test]
+    fn cli() {
+        cli_contract::<Args>(NAME);
+        let a: Args = try_parse_from([NAME]).unwrap();
+        assert_eq!((a.tasks, a.sleep_ms, a.procs.n, a.runtime), (1_000_000, 1000, None, Which::Gmprt));
+        for bad in ["0", "86_400_001"] {
+            let text = parse_error::<Args>(&[NAME, "--sleep-ms", bad], ErrorKind::ValueValidation, 2);
+            assert!(text.contains("between 1 and 86400000"), "{text}");
+        }
+    }
+
+    #[test]
+    fn sleepers_that_cannot_fit_are_a_clear_error() {
+        let a: Args = try_parse_from([NAME, "--tasks", "1e19"]).unwrap();
+        assert_too_big(check_tasks("--tasks", a.tasks), "--tasks 10000000000000000000");
     }
 }
