@@ -125,3 +125,36 @@ fn long_poll_is_reported_by_sysmon() {
     h.join().unwrap();
     assert!(rt.stats().long_polls >= 1);
 }
+
+/// A long poll with nothing queued behind it (a compute task alone on its P, as a calibration's
+/// timing task is) is counted but delays nobody: not counted as delaying, not warned about.
+#[test]
+fn long_poll_with_nothing_queued_is_not_delaying() {
+    let rt = rt(2);
+    let (tx, rx) = mpsc::channel::<()>();
+    let h = rt.spawn(async move { rx.recv().unwrap() });
+    wait_until(|| rt.stats().long_polls >= 1);
+    // Sysmon has seen the poll as long, and nothing was ever queued on any P.
+    let st = rt.stats();
+    tx.send(()).unwrap();
+    h.join().unwrap();
+    assert_eq!(st.long_polls_delaying, 0, "{st:?}");
+}
+
+/// A long poll with a task queued behind it on its P (procs = 1: no other P can steal it) is
+/// counted as delaying; that is the one the stderr warning names.
+#[test]
+fn long_poll_with_a_task_behind_it_is_delaying() {
+    let rt = rt(1);
+    let (tx, rx) = mpsc::channel::<()>();
+    let h = rt.spawn(async move {
+        let behind = gmprt::spawn(async {}); // lands in this P's runnext
+        rx.recv().unwrap(); // block the only P (deliberately, without syscall)
+        behind.await.unwrap();
+    });
+    wait_until(|| rt.stats().long_polls_delaying >= 1);
+    tx.send(()).unwrap();
+    h.join().unwrap();
+    let st = rt.stats();
+    assert!(st.long_polls >= st.long_polls_delaying && st.long_polls_delaying >= 1, "{st:?}");
+}

@@ -47,6 +47,7 @@ pub(crate) struct PStats {
     pub(crate) syscalls: Counter,
     pub(crate) retakes: Counter,
     pub(crate) long_polls: Counter,
+    pub(crate) long_polls_delaying: Counter,
 }
 
 /// A snapshot of the scheduler's counters (see `Runtime::stats`).
@@ -78,6 +79,10 @@ pub struct RuntimeStats {
     pub retakes: u64,
     /// Polls that ran longer than 10 ms, as seen by sysmon (each blocked its P meanwhile).
     pub long_polls: u64,
+    /// Long polls during which tasks were queued behind them on their P (sysmon saw queued
+    /// work in some round of the poll): the ones that delayed other tasks, and that the
+    /// stderr warning is about. The rest are compute on a P nobody else was waiting for.
+    pub long_polls_delaying: u64,
     /// OS threads running Ms.
     pub threads: usize,
     /// Tasks waiting in each P's local queue and `runnext`.
@@ -110,5 +115,6 @@ impl RuntimeStats {
         self.syscalls += p.syscalls.get();
         self.retakes += p.retakes.get();
         self.long_polls += p.long_polls.get();
+        self.long_polls_delaying += p.long_polls_delaying.get();
     }
 }

@@ -8,7 +8,9 @@
 //!   do not retake for nothing, but do not let a P sit in a syscall forever).
 //! * **`RUNNING`** with the same poll count as last time: the M is inside one poll. Past 10 ms
 //!   (Go's `forcePreemptNS`) that is a *long poll*: counted in `stats().long_polls`, appended
-//!   to schedtrace, and reported once per runtime on stderr naming the task. Go would preempt
+//!   to schedtrace, and — if tasks are queued behind it on that P — reported once per runtime
+//!   on stderr naming the task (a long poll that delays nobody, such as the caller of a long
+//!   `parallel_for` whose helpers run on the other Ps, is counted but not warned about). Go would preempt
 //!   the goroutine here; a future cannot be preempted, so the best we can do is (a) say so and
 //!   (b) `wakep` if the stuck P has queued work, so idle Ms steal it (`runnext` included).
 //!
@@ -31,6 +33,9 @@ const DELAY_MAX: Duration = Duration::from_millis(10);
 const IDLE_ROUNDS: u32 = 50;
 /// A poll longer than this is reported (Go's `forcePreemptNS`, 10 ms).
 const LONG_POLL_NS: u64 = 10_000_000;
+/// Rounds in a row a long poll's P must show queued work to count as delaying it: two, so a
+/// task caught in the queue for the microseconds before a spinning M steals it does not count.
+const QUEUED_ROUNDS: u32 = 2;
 /// A P in a syscall with nothing queued is retaken after this long anyway (Go: 10 ms).
 const SYSCALL_RETAKE_NS: u64 = 10_000_000;
 
@@ -39,7 +44,12 @@ const SYSCALL_RETAKE_NS: u64 = 10_000_000;
 struct PSeen {
     polls: u64,
     since: u64,
+    /// This poll was counted as long.
     reported: bool,
+    /// This poll was counted as delaying queued tasks.
+    delaying: bool,
+    /// Consecutive rounds of this poll in which the P had queued work.
+    queued_rounds: u32,
 }
 
 /// State shared with the rest of the runtime (in `Shared::sysmon`).
@@ -87,29 +97,47 @@ impl Shared {
                     let polls = ps.stats.polls.get();
                     let s = &mut seen[pid];
                     if polls != s.polls {
-                        *s = PSeen { polls, since: now, reported: false };
+                        *s = PSeen { polls, ..PSeen::default() };
+                        s.since = now;
                         continue;
                     }
                     // Same poll for a whole round: others may take its queued work.
-                    if ps.has_work() && self.npidle.load(SeqCst) > 0 {
+                    let has_work = ps.has_work();
+                    s.queued_rounds = if has_work { s.queued_rounds + 1 } else { 0 };
+                    if has_work && self.npidle.load(SeqCst) > 0 {
                         self.wakep();
                         acted = true;
                     }
-                    if !s.reported && now.saturating_sub(s.since) >= LONG_POLL_NS {
+                    let long = now.saturating_sub(s.since) >= LONG_POLL_NS;
+                    if long && !s.reported {
                         s.reported = true;
                         self.external_stats.long_polls.bump_shared();
-                        let task = ps.curtask.load(Relaxed);
-                        if !*warned && task != 0 {
-                            *warned = true;
-                            eprintln!(
-                                "gmprt: task#{task} has been running one poll for over {} ms on P{pid}, \
-                                 blocking that P (futures cannot be preempted). Wrap blocking work in \
-                                 gmprt::syscall(..), or call gmprt::yield_now().await in long loops. \
-                                 (Reported once; stats().long_polls counts them all.)",
-                                LONG_POLL_NS / 1_000_000
-                            );
-                        }
                         acted = true;
+                    }
+                    // Said on stderr (once per runtime) only while tasks wait behind the poll: a
+                    // long poll that delays nobody is how a compute task uses its P (the caller of
+                    // a long `parallel_for`, a calibration), not a mistake. Checked every round of
+                    // the poll, so work that queues up later is still reported. "Wait" means seen
+                    // queued in two rounds in a row (≥ 20 µs apart): a task spawned for another P
+                    // (a `parallel_for` helper) sits in the queue for the microseconds a
+                    // spinning M takes to steal it, and a round can land in that window.
+                    if !long || s.delaying || s.queued_rounds < QUEUED_ROUNDS {
+                        continue;
+                    }
+                    s.delaying = true;
+                    self.external_stats.long_polls_delaying.bump_shared();
+                    acted = true;
+                    let task = ps.curtask.load(Relaxed);
+                    if !*warned && task != 0 {
+                        *warned = true;
+                        eprintln!(
+                            "gmprt: task#{task} has been running one poll for over {} ms on P{pid} while \
+                             {} task(s) wait behind it (futures cannot be preempted). Wrap blocking work \
+                             in gmprt::syscall(..), or call gmprt::yield_now().await in long loops. \
+                             (Reported once; stats().long_polls counts every long poll.)",
+                            LONG_POLL_NS / 1_000_000,
+                            ps.queued().max(1)
+                        );
                     }
                 }
                 _ => seen[pid] = PSeen::default(),
