@@ -189,7 +189,10 @@ impl Handle {
         let lp = Arc::new(Loop::new(len, grain, f));
         // One helper per P that is not the caller's, never more than there are chunks.
         let want = self.procs().saturating_sub(on_m as usize).min(chunks - on_m as usize);
-        let spawned = (0..want).filter(|_| self.try_spawn(Helper(lp.clone())).is_ok()).count();
+        // Queued stealable with a wakep, not in `runnext`: the caller keeps its P busy with
+        // chunks, so a helper in its `runnext` would wait for the whole loop (no M is woken
+        // for a `runnext` task) and a 2-P loop would run on one P.
+        let spawned = (0..want).filter(|_| self.try_spawn_elsewhere(Helper(lp.clone())).is_ok()).count();
         // Outside an M the caller only waits (the Ps do the work), unless no helper could be
         // spawned (the runtime is shutting down): then nobody else would run the chunks.
         if on_m || spawned == 0 {

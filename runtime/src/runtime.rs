@@ -369,6 +369,16 @@ impl Handle {
         self.shared.spawn(future).map_err(|(Refused::Shutdown, _)| SpawnError::Shutdown)
     }
 
+    /// `try_spawn` for a task meant to run on another P while the caller keeps its own busy:
+    /// queued stealable (not in `runnext`) and an idle M woken (`Shared::spawn_to`).
+    pub(crate) fn try_spawn_elsewhere<F>(&self, future: F) -> Result<JoinHandle<F::Output>, SpawnError>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.shared.spawn_to(future, false).map_err(|(Refused::Shutdown, _)| SpawnError::Shutdown)
+    }
+
     /// A snapshot of the scheduler's counters.
     pub fn stats(&self) -> RuntimeStats {
         self.shared.stats()

@@ -233,6 +233,19 @@ impl Shared {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        self.spawn_to(future, true)
+    }
+
+    /// `spawn`, choosing where a spawn from a task goes: `runnext` (`next`, Go's `newproc`) or
+    /// the tail of the local queue with a `wakep` — for a task meant to run on *another* P
+    /// while the spawner keeps computing (`parallel_for`'s helpers): in an empty `runnext` it
+    /// would wait for the spawner's poll to end, since that placement wakes no M (see
+    /// "runnext" in `processor.rs`).
+    pub(crate) fn spawn_to<F>(self: &Arc<Self>, future: F, next: bool) -> SpawnResult<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
         if self.is_shutdown() {
             let (task, raw) = crate::task::core::allocate(
                 future,
@@ -253,7 +266,7 @@ impl Shared {
                             crate::task::core::allocate(future, id, self.clone(), Some(&mut p.cache));
                         self.allp[p.id].stats.spawned.bump();
                         self.trace(|| TraceEvent::Spawn { task: id, p: Some(p.id) });
-                        let stealable = p.runqput(self, task, true);
+                        let stealable = p.runqput(self, task, next);
                         drop(guard);
                         if stealable {
                             self.wakep();
