@@ -16,7 +16,8 @@
 //!
 //! Predictions per phase, for `in_words`/`out_words` words moved and `n` items:
 //! * H2D: `profile.h2d.pinned.eval(4 · in_words)` seconds;
-//! * kernel: `profile.launch_sync + kernel.device.eval(work)`, where `kernel` is the profile's
+//! * kernel: `profile.launch_overhead() + kernel.device.eval(work)` (the launch latency the
+//!   kernel fit already contains is not added again: see [`crate::model::cost`]), where `kernel` is the profile's
 //!   [`KernelProfile`] named after the job ([`profile_kernel_name`]) and `work` is
 //!   [`Size::work`] of the batch: `n` for item kernels; for a matrix kernel run through a slot
 //!   (`sgemm_batched`), the flops of `n` square matrices whose side is derived from the output
@@ -24,6 +25,15 @@
 //!   otherwise). A job the profile does not know is not paced: its kernel time is the measured
 //!   CPU time, and [`Backend::describe`] says so;
 //! * D2H: `profile.d2h.pinned.eval(4 · out_words)` seconds.
+//!
+//! # Engines
+//!
+//! Like a GPU with one copy engine per direction and one compute engine, the slots of one
+//! backend take turns per phase: a phase waits for its engine (H2D, kernel or D2H, shared by
+//! every slot and clone of the backend) and is paced while holding it, so two slots overlap
+//! one's copies with the other's kernel but never run two kernels at once. The wait for the
+//! engine is not part of the phase's measured time. This is the pipeline
+//! [`CostModel::predict_pipeline`](crate::model::CostModel::predict_pipeline) predicts.
 //!
 //! Every line [`SimBackend::describe`] produces contains `simulated from <profile label>`.
 //!
@@ -124,12 +134,14 @@ pub struct SimBackend {
     profile: DeviceProfile,
     /// The pacing record, shared by clones and slots (see the module docs).
     pacings: Arc<Mutex<VecDeque<Pacing>>>,
+    /// The H2D, kernel and D2H engines, shared by clones and slots (see "Engines").
+    engines: Arc<[Mutex<()>; 3]>,
 }
 
 impl SimBackend {
     /// A simulated device pacing every phase by `profile`.
     pub fn new(profile: DeviceProfile) -> SimBackend {
-        SimBackend { profile, pacings: Arc::default() }
+        SimBackend { profile, pacings: Arc::default(), engines: Arc::default() }
     }
 
     /// The last [`PACING_CAPACITY`] slot runs of this backend (and its clones), oldest
@@ -162,10 +174,11 @@ impl SimBackend {
         secs(self.profile.d2h.pinned.eval(bytes))
     }
 
-    /// Predicted kernel time (launch + sync included) of `work` units of the profile kernel
+    /// Predicted kernel time (the launch overhead included) of `work` units of the profile kernel
     /// for `job_name`; `None` when the profile has no such kernel.
     pub fn kernel_time(&self, job_name: &str, work: f64) -> Option<Duration> {
-        find_kernel(&self.profile, job_name).map(|k| secs(self.profile.launch_sync + k.device.eval(work)))
+        find_kernel(&self.profile, job_name)
+            .map(|k| secs(self.profile.launch_overhead() + k.device.eval(work)))
     }
 
     /// Work units of a slot run of `job_name` over `n` items writing `out_words` words (see
@@ -254,6 +267,7 @@ impl Slot for SimSlot {
         let (mut times, mut target) = (PhaseTimes::default(), PhaseTimes::default());
         if phases.h2d {
             target.h2d = self.sim.h2d_time(4.0 * in_words as f64);
+            let _engine = self.sim.engines[0].lock();
             let (dev_in, staging_in) = (&mut self.dev_in, &self.staging_in);
             let ((), t) = paced(target.h2d, || dev_in[..in_words].copy_from_slice(&staging_in[..in_words]));
             times.h2d = t;
@@ -265,6 +279,7 @@ impl Slot for SimSlot {
                 .and_then(|w| self.sim.kernel_time(job.name(), w))
                 .unwrap_or(Duration::ZERO);
             let (dev_in, dev_out) = (&self.dev_in, &mut self.dev_out);
+            let _engine = self.sim.engines[1].lock();
             let (r, t) =
                 paced(target.kernel, || job.run_host(n, &dev_in[..in_words], &mut dev_out[..out_words]));
             r.map_err(|msg| OffloadError::Batch { batch: 0, kernel: job.name(), msg })?;
@@ -272,6 +287,7 @@ impl Slot for SimSlot {
         }
         if phases.d2h {
             target.d2h = self.sim.d2h_time(4.0 * out_words as f64);
+            let _engine = self.sim.engines[2].lock();
             let (staging_out, dev_out) = (&mut self.staging_out, &self.dev_out);
             let ((), t) =
                 paced(target.d2h, || staging_out[..out_words].copy_from_slice(&dev_out[..out_words]));

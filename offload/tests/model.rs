@@ -250,7 +250,7 @@ fn crossover_search_matches_the_closed_form_on_straight_fits() {
         let host = res == Residency::Host;
         let (h, d) = (&p.h2d.pinned, &p.d2h.pinned);
         let s_g = k.device.slope + if host { in_bytes * h.slope + out_bytes * d.slope } else { 0.0 };
-        let mut a_g = p.launch_sync + k.device.intercept;
+        let mut a_g = p.launch_overhead() + k.device.intercept;
         if host {
             a_g += if in_bytes > 0.0 { h.intercept } else { 0.0 } + d.intercept + d.slope * out_fixed;
         }

@@ -1,10 +1,40 @@
 //! [`CostModel`]: per-phase predictions, verdicts and crossovers from a [`DeviceProfile`].
 //!
-//! GPU end to end = queue wait + launch (launch + sync of an empty kernel) + H2D (pinned fit,
-//! 0 when resident) + kernel (device fit at the work of n) + D2H (pinned fit, 0 when
-//! resident). CPU = the CPU fit of each P count. The crossover comes from the same fits (one
-//! to four regimes each): the asymptotes say whether the GPU can ever win, and one search —
-//! a geometric grid, then bisection — finds n* for every kernel (see [`CostModel::crossover`]).
+//! # One batch (latency)
+//!
+//! GPU end to end = queue wait + launch overhead + H2D (pinned fit, 0 when resident) + kernel
+//! (device fit at the work of n) + D2H (pinned fit, 0 when resident). CPU = the CPU fit of
+//! each P count. The crossover comes from the same fits (one to four regimes each): the
+//! asymptotes say whether the GPU can ever win, and one search — a geometric grid, then
+//! bisection — finds n* for every kernel (see [`CostModel::crossover`]).
+//!
+//! **Launch latency is counted once.** Calibration times a kernel with the slot's own
+//! kernel-phase clock (CUDA: events recorded on the stream around the launch; Host: the
+//! slot's kernel-phase timer), and times `launch_enqueue` with the same clock on an empty
+//! launch — so the device fit's intercept *already contains* `launch_enqueue` (the published
+//! profiles say so too: "intercept = one launch"). `launch_sync` is the wall time of the whole
+//! launch + synchronize call, which contains `launch_enqueue` as well. The launch term added
+//! to the kernel is therefore only the part the kernel clock does not see:
+//! [`DeviceProfile::launch_overhead`] = `launch_sync − launch_enqueue` (≥ 0).
+//!
+//! # A stream of batches (throughput)
+//!
+//! With `in_flight` slots, batches overlap: the copies of one batch run while another's
+//! kernel runs. [`CostModel::predict_pipeline`] gives both figures: one batch's **latency**
+//! (the sum above) and the **steady-state time per batch** — the larger of
+//! * the slot cycle over the slots: (host staging + launch overhead + H2D + kernel + D2H +
+//!   host scatter) / `in_flight` (each slot runs its batches' phases one after the other), and
+//! * the busiest engine: H2D (one copy engine per direction), the kernel phase (launch
+//!   overhead + kernel: kernels of different slots take turns on the device), D2H.
+//!
+//! With one slot that is the latency; with two or more, about the largest phase. Assumed:
+//! each direction of copy and the kernels are each one engine that batches take turns on (a
+//! GPU with a copy engine per direction; the simulated device paces its engines that way),
+//! the launch overhead is counted on the kernel engine (an overestimate by at most
+//! `launch_sync − launch_enqueue` per batch), and the host-side staging of items into the
+//! slot and the scatter of results — not in any profile — cost nothing next to the phases
+//! (they run on the slot's worker thread, so they lengthen the slot cycle only; a Batcher's
+//! timelines record the staging it measured).
 use super::profile::{DeviceProfile, KernelProfile, Size};
 use crate::error::OffloadError;
 
@@ -45,7 +75,8 @@ pub struct Breakdown {
     pub residency: Residency,
     /// Queue wait before the batch closes (the Batcher's max_delay share; 0 for a bulk call).
     pub queue_wait: f64,
-    /// Launch overhead (launch + sync of an empty kernel).
+    /// Launch overhead: [`DeviceProfile::launch_overhead`] (`launch_sync − launch_enqueue`;
+    /// the device-side launch latency is in `kernel_time` already, see the module docs).
     pub launch: f64,
     /// Host → device copy (0 if resident).
     pub h2d: f64,
@@ -53,12 +84,79 @@ pub struct Breakdown {
     pub kernel_time: f64,
     /// Device → host copy (0 if resident).
     pub d2h: f64,
-    /// Sum of the GPU phases.
+    /// Sum of the GPU phases: one batch's latency (for the steady state of a stream of
+    /// batches see [`CostModel::predict_pipeline`]).
     pub gpu_total: f64,
     /// CPU time per P count in the profile.
     pub cpu: Vec<(usize, f64)>,
     /// The verdict.
     pub verdict: Verdict,
+}
+
+/// What bounds a pipeline's steady-state time per batch ([`Pipeline::bound_by`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Bound {
+    /// Too few slots to hide the phases: each slot's cycle (the latency) over `in_flight`.
+    Slots,
+    /// The host → device copy engine.
+    H2d,
+    /// The device's compute (launch overhead + kernel).
+    Kernel,
+    /// The device → host copy engine.
+    D2h,
+}
+
+impl std::fmt::Display for Bound {
+    /// `the slots`, `H2D`, `the kernel`, `D2H`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Bound::Slots => "the slots (too few in flight to overlap the phases)",
+            Bound::H2d => "H2D",
+            Bound::Kernel => "the kernel",
+            Bound::D2h => "D2H",
+        })
+    }
+}
+
+/// A batch size's cost through a pipeline of `in_flight` slots (see the module docs): one
+/// batch's latency and the steady-state time per batch, in seconds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pipeline {
+    /// Kernel name.
+    pub kernel: String,
+    /// Size of each batch.
+    pub n: f64,
+    /// Residency assumed.
+    pub residency: Residency,
+    /// Slots in flight.
+    pub in_flight: usize,
+    /// Launch overhead ([`DeviceProfile::launch_overhead`]).
+    pub launch: f64,
+    /// Host → device copy (0 if resident).
+    pub h2d: f64,
+    /// Kernel time on the device (its fit; contains the device-side launch latency).
+    pub kernel_time: f64,
+    /// Device → host copy (0 if resident).
+    pub d2h: f64,
+    /// Host-side staging + scatter per batch: not in the profile, assumed 0 (module docs).
+    pub host: f64,
+    /// One batch alone: host + launch + H2D + kernel + D2H.
+    pub latency: f64,
+    /// Steady-state seconds per batch with `in_flight` slots busy.
+    pub per_batch: f64,
+    /// Which term `per_batch` is.
+    pub bound_by: Bound,
+}
+
+impl Pipeline {
+    /// Items (work units of n) per second in steady state: `n / per_batch`.
+    pub fn throughput(&self) -> f64 {
+        if self.per_batch > 0.0 {
+            self.n / self.per_batch
+        } else {
+            f64::INFINITY
+        }
+    }
 }
 
 /// Where the GPU starts to win.
@@ -136,6 +234,57 @@ impl CostModel {
             cpu,
             verdict,
         })
+    }
+    /// One batch's latency and the steady-state time per batch of `n` of `kernel` through
+    /// `in_flight` slots (see the module docs for the model and what it assumes).
+    /// `Err(Config)` for an unknown kernel or `in_flight` 0.
+    pub fn predict_pipeline(
+        &self,
+        kernel: &str,
+        n: f64,
+        in_flight: usize,
+        residency: Residency,
+    ) -> Result<Pipeline, OffloadError> {
+        if in_flight == 0 {
+            return Err(OffloadError::Config("predict_pipeline: in_flight must be at least 1".into()));
+        }
+        let k = self.profile.kernel(kernel)?;
+        let (launch, h2d, kernel_time, d2h) = self.gpu_phases(k, n, residency);
+        let host = 0.0;
+        let latency = host + launch + h2d + kernel_time + d2h;
+        let (bound_by, per_batch) = [
+            (Bound::Slots, latency / in_flight as f64),
+            (Bound::H2d, h2d),
+            (Bound::Kernel, launch + kernel_time),
+            (Bound::D2h, d2h),
+        ]
+        .into_iter()
+        .fold((Bound::Slots, f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
+        Ok(Pipeline {
+            kernel: k.name.clone(),
+            n,
+            residency,
+            in_flight,
+            launch,
+            h2d,
+            kernel_time,
+            d2h,
+            host,
+            latency,
+            per_batch,
+            bound_by,
+        })
+    }
+    /// A pipeline prediction in plain words (one line).
+    pub fn explain_pipeline(&self, p: &Pipeline) -> String {
+        format!(
+            "Pipeline, {} in flight: one batch's latency {}, steady state {} per batch ({}/s), bound by {}.",
+            p.in_flight,
+            secs(p.latency),
+            secs(p.per_batch),
+            rate(p.throughput(), self.profile.kernel(&p.kernel).map_or("items", |k| k.unit.as_str())),
+            p.bound_by
+        )
     }
     /// The CPU time of `n` of `kernel` on `procs` Ps (nearest P count in the profile, scaled).
     pub fn cpu_time(&self, kernel: &str, n: f64, procs: usize) -> Result<f64, OffloadError> {
@@ -247,6 +396,12 @@ impl CostModel {
                 format!("Verdict: CPU on {}, {speedup:.2}x faster than the GPU end to end.\n", ps(procs))
             }
         };
+        for in_flight in [1, 2] {
+            if let Ok(p) = self.predict_pipeline(&b.kernel, b.n, in_flight, b.residency) {
+                out += &self.explain_pipeline(&p);
+                out.push('\n');
+            }
+        }
         out += &match self.crossover(&b.kernel, b.residency) {
             Ok(Crossover::At { n }) => format!("Crossover: the GPU wins from n = {n:.0} on."),
             Ok(Crossover::Always) => "Crossover: the GPU wins at every size.".to_string(),
@@ -265,7 +420,7 @@ impl CostModel {
                 copy(&self.profile.d2h.pinned, k.size.out_bytes(n)),
             ),
         };
-        (self.profile.launch_sync, h2d, k.device.eval(k.size.work(n)), d2h)
+        (self.profile.launch_overhead(), h2d, k.device.eval(k.size.work(n)), d2h)
     }
 
     /// GPU total at n (no queue wait).

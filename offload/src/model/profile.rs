@@ -118,9 +118,11 @@ pub struct DeviceProfile {
     pub procs: usize,
     /// Measured or published.
     pub source: ProfileSource,
-    /// Seconds to enqueue one (empty) kernel launch, asynchronously.
+    /// Seconds of an empty launch on the kernel-phase clock that also times the kernels (CUDA:
+    /// events around the launch; Host: the slot's kernel timer) — so every device kernel fit's
+    /// intercept already contains it.
     pub launch_enqueue: f64,
-    /// Seconds for an empty kernel's launch + synchronize.
+    /// Wall seconds of an empty kernel's launch + synchronize (contains `launch_enqueue`).
     pub launch_sync: f64,
     /// Host → device copies.
     pub h2d: TransferProfile,
@@ -136,6 +138,12 @@ const H100_JSON: &str = include_str!("../../profiles/h100-sxm-published.json");
 const H200_JSON: &str = include_str!("../../profiles/h200-published.json");
 
 impl DeviceProfile {
+    /// What a launch costs beyond what the kernel fits already contain: `launch_sync −
+    /// launch_enqueue`, at least 0 (the kernel fits are timed on the clock `launch_enqueue` is
+    /// timed on, so adding `launch_sync` to them would count `launch_enqueue` twice).
+    pub fn launch_overhead(&self) -> f64 {
+        (self.launch_sync - self.launch_enqueue).max(0.0)
+    }
     /// The kernel named `name`, or an error listing the profile's kernels.
     pub fn kernel(&self, name: &str) -> Result<&KernelProfile, OffloadError> {
         self.kernels.iter().find(|k| k.name == name).ok_or_else(|| {
