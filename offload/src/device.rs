@@ -18,7 +18,7 @@
 //! [`Device::option_paths_sum`]) are one-shot calls for examples that time a whole problem
 //! on the device; the [`Batcher`](crate::Batcher) is the path for many small submits.
 use crate::backend::{Backend, Job, PhaseTimes, Phases};
-use crate::cuda::CudaBackend;
+use crate::cuda::{CudaBackend, FirstUse, SyncMode};
 use crate::error::OffloadError;
 use crate::host::HostBackend;
 use crate::model::DeviceProfile;
@@ -122,12 +122,21 @@ impl Device {
     /// the profile at `GMPRT_PROFILE` (a JSON file; `Err` naming the path if it cannot be
     /// loaded) or else the published H100 (case and surrounding spaces ignored). Anything
     /// else is `Err(Config)` naming the accepted values.
+    ///
+    /// Where CUDA may be chosen (`auto`, `cuda`), `GMPRT_CUDA_SYNC` is validated first: a bad
+    /// value is `Err(Config)` on every machine, GPU or not, rather than a silent Host.
     pub fn from_choice(choice: Option<&str>) -> Result<Device, OffloadError> {
         let choice = choice.map(|c| c.trim().to_ascii_lowercase());
         match choice.as_deref() {
-            None | Some("") | Some("auto") => Ok(Device::auto()),
+            None | Some("") | Some("auto") => {
+                SyncMode::from_env()?;
+                Ok(Device::auto())
+            }
             Some("host") => Ok(Device::host_because(Some(format!("{DEVICE_ENV}=host")))),
-            Some("cuda") => Device::cuda(0),
+            Some("cuda") => {
+                SyncMode::from_env()?;
+                Device::cuda(0)
+            }
             Some("simulated") => match std::env::var_os(PROFILE_ENV) {
                 Some(path) if !path.is_empty() => {
                     let path = std::path::PathBuf::from(path);
@@ -238,6 +247,24 @@ impl Device {
             Inner::Cuda(c) => Some(c),
             Inner::Host(_) | Inner::Sim(_) => None,
         }
+    }
+
+    /// Pays the device's first-use costs now, before anything is timed: on CUDA,
+    /// [`CudaBackend::warm_up`] (every module compiled and loaded, the one-shot operations'
+    /// cuBLAS handle created; each slot also warms itself when it is created, so a
+    /// [`Batcher`](crate::Batcher), [`Device::run_bulk`] or a calibration never times a
+    /// compile). Host and simulated devices have none: `Ok(None)`.
+    pub fn warm_up(&self) -> Result<Option<FirstUse>, OffloadError> {
+        match &*self.inner {
+            Inner::Cuda(c) => c.warm_up().map(Some),
+            Inner::Host(_) | Inner::Sim(_) => Ok(None),
+        }
+    }
+
+    /// The first-use costs paid so far (NVRTC compile, module load, cuBLAS handles), on
+    /// CUDA; `None` on Host and simulated devices.
+    pub fn first_use(&self) -> Option<FirstUse> {
+        self.cuda_backend().map(CudaBackend::first_use)
     }
 
     /// Runs `job` once over `n` items: `input` holds the `in_words` input words (all items,

@@ -13,12 +13,11 @@
 //! grid-stride loop, so any grid covers any `n`.
 use super::{driver_err, CudaBackend, LaunchCtx};
 use crate::error::OffloadError;
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
+use cudarc::cublas::{Gemm, GemmConfig, StridedBatchedConfig};
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use gmprt_kernels::black_scholes::{IN_WORDS, OUT_WORDS};
 use gmprt_kernels::cuda::{BLACK_SCHOLES, FN_BLACK_SCHOLES, FN_SAXPY, SAXPY};
 use gmprt_kernels::KernelError;
-use std::collections::hash_map::Entry;
 use std::sync::{Arc, OnceLock};
 
 /// Threads per block: a multiple of the 32-thread warp, and 8 blocks of 256 fill the 2048
@@ -169,20 +168,34 @@ pub(crate) fn sgemm_batched(
     }
 }
 
-/// Whether libcublas can be loaded (checked once; cudarc panics on a missing library).
-fn cublas_available() -> Result<(), OffloadError> {
-    static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: `is_culib_present` only tries to dlopen the candidate names; no precondition.
-    if *PRESENT.get_or_init(|| unsafe { cudarc::cublas::sys::is_culib_present() }) {
-        Ok(())
-    } else {
-        Err(OffloadError::Driver {
-            op: "cublasCreate".into(),
-            msg: "no libcublas.so (cuBLAS not found: install the CUDA toolkit's cuBLAS, or put \
-                  the directory holding libcublas.so.13 and libcublasLt.so.13 on LD_LIBRARY_PATH)"
-                .into(),
-        })
-    }
+/// Whether libcublas can be used: present (cudarc panics on a missing library), not a stub,
+/// CUDA 13's (see [`super::libs`]). Checked once per process; its path and version
+/// (`cublasGetProperty`) are logged and kept for [`super::loaded_libraries`].
+pub(crate) fn cublas_available() -> Result<(), OffloadError> {
+    static STATE: OnceLock<Result<(), String>> = OnceLock::new();
+    let state = STATE.get_or_init(|| {
+        // SAFETY: `is_culib_present` only tries to dlopen the candidate names; no precondition.
+        if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+            return Err("no libcublas.so (cuBLAS not found: install the CUDA toolkit's cuBLAS, or \
+                        put the directory holding libcublas.so.13 and libcublasLt.so.13 on \
+                        LD_LIBRARY_PATH)"
+                .to_string());
+        }
+        use cudarc::cublas::sys::libraryPropertyType as P;
+        let prop = |p: P| {
+            let mut v = 0;
+            // SAFETY: the library is present (checked above), so cudarc's loader does not
+            // panic; the pointer is valid for one write; cublasGetProperty needs no handle.
+            unsafe { cudarc::cublas::sys::cublasGetProperty(p, &mut v) }
+                .result()
+                .map(|()| u32::try_from(v).unwrap_or(0))
+                .map_err(|e| format!("libcublas loads but cublasGetProperty failed: {e}"))
+        };
+        let (major, minor, patch) = (prop(P::MAJOR_VERSION)?, prop(P::MINOR_VERSION)?, prop(P::PATCH_LEVEL)?);
+        super::libs::check_loaded(super::libs::CudaLib::Cublas, major, &format!("{major}.{minor}.{patch}"))
+            .map(|_| ())
+    });
+    state.clone().map_err(|msg| OffloadError::Driver { op: "cublasCreate".into(), msg })
 }
 
 /// `count` row-major products C_i = A_i·B_i (m×k by k×n) on `stream`, one strided-batched
@@ -232,16 +245,17 @@ pub(crate) fn gemm_f32(
         stride_b: stride(m, k)?,
         stride_c: stride(m, n)?,
     };
-    cublas_available()?;
+    // Normally a no-op: slots and the one-shot `sgemm` create their stream's handle before
+    // their first event (`CudaBackend::ensure_blas`); this only catches a stream that was not
+    // warmed (its creation is then counted in `FirstUse` and lands in the caller's span).
+    backend.ensure_blas(stream)?;
     let key = stream.cu_stream() as usize;
     let mut handles = backend.inner.blas.lock();
-    let blas = match handles.entry(key) {
-        Entry::Occupied(o) => o.into_mut(),
-        Entry::Vacant(v) => {
-            let blas = CudaBlas::new(stream.clone())
-                .map_err(|e| OffloadError::Driver { op: "cublasCreate".into(), msg: e.to_string() })?;
-            v.insert(blas)
-        }
+    let Some(blas) = handles.get_mut(&key) else {
+        return Err(OffloadError::Driver {
+            op: "cublasSgemmStridedBatched".into(),
+            msg: "the stream's cuBLAS handle was dropped while in use".into(),
+        });
     };
     // SAFETY: cfg describes exactly the views: first operand Bᵀ is `count` blocks of k·n
     // floats (b, length count·k·n), second Aᵀ `count` blocks of m·k (a), result `count`

@@ -6,6 +6,11 @@
 //! once per device architecture and cached, cuBLAS handles, one-shot measured operations),
 //! the slot ([`Backend::new_slot`], in `slot`), and the launch functions a [`Job`](crate::Job)
 //! calls ([`launch_black_scholes`], [`launch_saxpy`], [`launch_sgemm_batched`], in `launch`).
+//! Around them: [`libs`] (which libcuda/libnvrtc/libcublas was loaded, from where, at which
+//! version — a stub or a CUDA 12/11 fallback is refused; [`loaded_libraries`]), [`sync`] (the
+//! context's sync mode, `GMPRT_CUDA_SYNC`), [`FirstUse`] (compile, module load and cuBLAS
+//! handle costs, paid by [`CudaBackend::warm_up`] and slot creation, never inside a timed
+//! span) and [`CudaBackend::launch_costs`] (enqueue, empty-kernel and launch + sync floors).
 //!
 //! Ordering protocol (why no buffer is reused too early, and why two slots overlap):
 //! * cudarc's per-buffer event tracking is **disabled** for this backend's context (right
@@ -36,14 +41,21 @@ use parking_lot::Mutex;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 mod launch;
+pub mod libs;
+mod measure;
 pub mod nvrtc;
 mod ops;
 mod slot;
+pub mod sync;
 
 pub use launch::{grid_size, BLOCK_SIZE, GRID_BLOCKS_PER_SM};
+pub use libs::{loaded_libraries, LoadedLib};
+pub use measure::LaunchCosts;
 pub use slot::CudaSlot;
+pub use sync::{SyncMode, SYNC_ENV};
 
 /// Checks, without panicking, that a CUDA device can be used: libcuda present
 /// (`is_culib_present` first), driver init, at least `ordinal + 1` devices. `Err` carries the
@@ -55,6 +67,7 @@ pub fn probe(ordinal: usize) -> Result<(), String> {
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
         return Err("no libcuda.so (CUDA driver library not found)".to_string());
     }
+    driver_library()?;
     cudarc::driver::result::init().map_err(|e| format!("cuInit failed: {e}"))?;
     let count =
         cudarc::driver::result::device::get_count().map_err(|e| format!("cuDeviceGetCount failed: {e}"))?;
@@ -68,9 +81,68 @@ pub fn probe(ordinal: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// Loads the driver library (cudarc's `culib()`, through `cuDriverGetVersion`, which needs no
+/// `cuInit`), then checks and logs what was loaded ([`libs`]): a stub or a driver older than
+/// CUDA 13 is `Err` before `cuInit` could fail with a confusing code. Call only after
+/// `is_culib_present` said yes.
+fn driver_library() -> Result<(), String> {
+    let mut v = 0;
+    // SAFETY: the library is present (the caller checked `is_culib_present`), so cudarc's
+    // loader does not panic; the pointer is valid for one write. cuDriverGetVersion may be
+    // called before cuInit.
+    let got = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) }.result();
+    let (major, minor) = libs::split_cuda_version(v);
+    match got {
+        Ok(()) => libs::check_loaded(libs::CudaLib::Driver, major, &format!("{major}.{minor}")).map(|_| ()),
+        Err(e) => {
+            // A stub fails here: say so rather than show its error code alone.
+            let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+            libs::verify(libs::CudaLib::Driver, &libs::paths_in_maps(&maps, libs::CudaLib::Driver), 0, "?")
+                .err()
+                .filter(|msg| msg.contains("stub"))
+                .map_or_else(|| Err(format!("cuDriverGetVersion failed: {e}")), Err)
+        }
+    }
+}
+
 /// The driver-call error for `op`.
 pub(crate) fn driver_err(op: impl Into<String>, e: DriverError) -> OffloadError {
     OffloadError::Driver { op: op.into(), msg: e.to_string() }
+}
+
+/// First-use costs of a [`CudaBackend`], paid once per process and device, outside every
+/// timed span: [`CudaBackend::warm_up`] (called by every slot's creation, and by
+/// [`Device::warm_up`](crate::Device::warm_up)) compiles and loads every module and creates
+/// cuBLAS handles before any event is recorded, so no [`PhaseTimes`] ever contains them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FirstUse {
+    /// NVRTC compile time, summed over the modules compiled so far.
+    pub nvrtc_compile: Duration,
+    /// `cuModuleLoadData` (the driver's PTX JIT to this device's SASS) plus function look-ups,
+    /// summed over the modules loaded so far.
+    pub module_load: Duration,
+    /// Modules compiled and loaded so far.
+    pub modules: u32,
+    /// `cublasCreate` (library load on the first, workspace set-up), summed over the handles
+    /// created so far.
+    pub cublas_handle: Duration,
+    /// cuBLAS handles created so far (one per stream that runs a GEMM).
+    pub cublas_handles: u32,
+}
+
+impl std::fmt::Display for FirstUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        write!(
+            f,
+            "first use: NVRTC compile {:.1} ms + module load {:.1} ms ({} modules), cuBLAS handles {:.1} ms ({})",
+            ms(self.nvrtc_compile),
+            ms(self.module_load),
+            self.modules,
+            ms(self.cublas_handle),
+            self.cublas_handles
+        )
+    }
 }
 
 /// One module compiled for this device, with the functions looked up so far.
@@ -96,6 +168,10 @@ pub(crate) struct Inner {
     /// Stream of the one-shot operations (`sgemm`, `pi_hits`, ...), created on first use;
     /// the lock serialises those operations so that their event timings do not interleave.
     pub(crate) util: Mutex<Option<Arc<CudaStream>>>,
+    /// The sync mode asked for (the context's scheduling flag).
+    pub(crate) sync: SyncMode,
+    /// First-use costs so far.
+    first_use: Mutex<FirstUse>,
 }
 
 impl Drop for Inner {
@@ -123,9 +199,26 @@ impl std::fmt::Debug for CudaBackend {
 }
 
 impl CudaBackend {
-    /// Opens device `ordinal` after [`probe`]; never panics.
+    /// Opens device `ordinal` after [`probe`], with the sync mode of `GMPRT_CUDA_SYNC`
+    /// (`Err(Config)` on a bad value); never panics.
     pub fn new(ordinal: usize) -> Result<CudaBackend, OffloadError> {
+        CudaBackend::with_sync(ordinal, SyncMode::from_env()?)
+    }
+
+    /// Opens device `ordinal` after [`probe`], its primary context set to `sync` (see
+    /// [`sync`]) before it is retained; never panics.
+    pub fn with_sync(ordinal: usize, sync: SyncMode) -> Result<CudaBackend, OffloadError> {
         probe(ordinal).map_err(|reason| OffloadError::NoDevice { reason })?;
+        let dev_ordinal = i32::try_from(ordinal)
+            .map_err(|_| OffloadError::Config(format!("device ordinal {ordinal} is too large")))?;
+        let dev =
+            cudarc::driver::result::device::get(dev_ordinal).map_err(|e| driver_err("cuDeviceGet", e))?;
+        // SAFETY: the driver is loaded and initialised (probe), `dev` is a valid device.
+        // Setting the primary context's flags is allowed whether or not it is active (it then
+        // applies to the running context too); the flags are scheduling flags only.
+        unsafe { cudarc::driver::sys::cuDevicePrimaryCtxSetFlags_v2(dev, sync.ctx_flags()) }
+            .result()
+            .map_err(|e| driver_err(format!("cuDevicePrimaryCtxSetFlags({sync})"), e))?;
         let ctx = CudaContext::new(ordinal).map_err(|e| driver_err("cuDevicePrimaryCtxRetain", e))?;
         // SAFETY: from here on this backend orders all its work itself (module docs: each
         // buffer lives on one stream, every run ends with a host wait on its last event, a
@@ -154,6 +247,8 @@ impl CudaBackend {
                 modules: Mutex::new(HashMap::new()),
                 blas: Mutex::new(HashMap::new()),
                 util: Mutex::new(None),
+                sync,
+                first_use: Mutex::new(FirstUse::default()),
             }),
         })
     }
@@ -168,6 +263,78 @@ impl CudaBackend {
     /// Driver version as reported by `cuDriverGetVersion` (e.g. 13000).
     pub fn driver_version(&self) -> i32 {
         self.inner.driver
+    }
+    /// The sync mode asked for at creation (`GMPRT_CUDA_SYNC`).
+    pub fn sync_mode(&self) -> SyncMode {
+        self.inner.sync
+    }
+    /// The sync mode the context runs with now (`cuCtxGetFlags`).
+    pub fn effective_sync_mode(&self) -> Result<Option<SyncMode>, OffloadError> {
+        self.inner.ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+        let mut flags = 0;
+        // SAFETY: this backend's context is current on this thread (bound above); the
+        // pointer is valid for one write.
+        unsafe { cudarc::driver::sys::cuCtxGetFlags(&mut flags) }
+            .result()
+            .map_err(|e| driver_err("cuCtxGetFlags", e))?;
+        Ok(SyncMode::from_ctx_flags(flags))
+    }
+    /// First-use costs paid so far (see [`FirstUse`]).
+    pub fn first_use(&self) -> FirstUse {
+        *self.inner.first_use.lock()
+    }
+    /// Pays every first-use cost now, outside any timed span: compiles and loads every
+    /// embedded module (`gmprt_kernels::cuda::ALL`) and looks up each of its functions, then
+    /// creates the cuBLAS handle of the utility stream (the one-shot operations' stream) when
+    /// cuBLAS is usable. Cheap after the first call (cached look-ups). Returns the costs paid
+    /// so far. A missing or refused cuBLAS is not an error here (a GEMM reports it).
+    pub fn warm_up(&self) -> Result<FirstUse, OffloadError> {
+        self.warm_modules()?;
+        let util = self.util_stream()?;
+        if launch::cublas_available().is_ok() {
+            self.ensure_blas(&util)?;
+        }
+        Ok(self.first_use())
+    }
+    /// Compiles and loads every embedded module and looks up its functions (see
+    /// [`CudaBackend::warm_up`]).
+    pub(crate) fn warm_modules(&self) -> Result<(), OffloadError> {
+        for src in gmprt_kernels::cuda::ALL {
+            for f in src.functions {
+                self.function(src, f)?;
+            }
+        }
+        Ok(())
+    }
+    /// The utility stream, created on first use.
+    pub(crate) fn util_stream(&self) -> Result<Arc<CudaStream>, OffloadError> {
+        let mut util = self.inner.util.lock();
+        if let Some(s) = util.as_ref() {
+            return Ok(s.clone());
+        }
+        self.inner.ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+        let s = self.inner.ctx.new_stream().map_err(|e| driver_err("cuStreamCreate", e))?;
+        *util = Some(s.clone());
+        Ok(s)
+    }
+    /// Creates `stream`'s cuBLAS handle if it has none (timed into [`FirstUse`]). Call
+    /// before recording any event of a timed run.
+    pub(crate) fn ensure_blas(&self, stream: &Arc<CudaStream>) -> Result<(), OffloadError> {
+        launch::cublas_available()?;
+        let key = stream.cu_stream() as usize;
+        let mut handles = self.inner.blas.lock();
+        if let Entry::Vacant(v) = handles.entry(key) {
+            self.inner.ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+            let t = Instant::now();
+            let blas = CudaBlas::new(stream.clone())
+                .map_err(|e| OffloadError::Driver { op: "cublasCreate".into(), msg: e.to_string() })?;
+            let took = t.elapsed();
+            v.insert(blas);
+            let mut fu = self.inner.first_use.lock();
+            fu.cublas_handle += took;
+            fu.cublas_handles += 1;
+        }
+        Ok(())
     }
     /// Device ordinal.
     pub fn ordinal(&self) -> usize {
@@ -195,11 +362,17 @@ impl CudaBackend {
         let loaded = match modules.entry(src.name) {
             Entry::Occupied(o) => o.into_mut(),
             Entry::Vacant(v) => {
+                let t = Instant::now();
                 let ptx = nvrtc::compile(src, self.inner.cc)?;
+                let compiled = Instant::now();
                 let module = self.inner.ctx.load_module(ptx).map_err(|e| OffloadError::Driver {
                     op: format!("load module {}", src.name),
                     msg: load_hint(e),
                 })?;
+                let mut fu = self.inner.first_use.lock();
+                fu.nvrtc_compile += compiled - t;
+                fu.module_load += compiled.elapsed();
+                fu.modules += 1;
                 v.insert(Loaded { module, functions: HashMap::new() })
             }
         };
@@ -209,10 +382,14 @@ impl CudaBackend {
                 msg: "name contains a NUL byte".into(),
             });
         }
+        let t = Instant::now();
         let f = loaded.module.load_function(function).map_err(|e| OffloadError::Driver {
             op: format!("cuModuleGetFunction {function} (module {})", src.name),
             msg: e.to_string(),
         })?;
+        // With lazy loading (CUDA_MODULE_LOADING=LAZY, the default) a function's code is
+        // loaded here: part of the module's first-use cost.
+        self.inner.first_use.lock().module_load += t.elapsed();
         loaded.functions.insert(function.to_string(), f.clone());
         Ok(f)
     }
@@ -234,13 +411,23 @@ impl Backend for CudaBackend {
     fn describe(&self) -> String {
         let (major, minor) = self.inner.cc;
         let d = self.inner.driver;
-        format!(
-            "cuda:{} {} (sm_{major}{minor}, driver {}.{})",
+        let mut line = format!(
+            "cuda:{} {} (sm_{major}{minor}, driver {}.{}, sync {}",
             self.inner.ordinal,
             self.inner.name,
             d / 1000,
-            (d % 1000) / 10
-        )
+            (d % 1000) / 10,
+            self.inner.sync
+        );
+        for lib in loaded_libraries() {
+            line.push_str(&format!("; {lib}"));
+        }
+        let fu = self.first_use();
+        if fu.modules > 0 || fu.cublas_handles > 0 {
+            line.push_str(&format!("; {fu}"));
+        }
+        line.push(')');
+        line
     }
     fn new_slot(&self, in_words: usize, out_words: usize) -> Result<Box<dyn Slot>, OffloadError> {
         Ok(Box::new(CudaSlot::new(self.clone(), in_words, out_words)?))

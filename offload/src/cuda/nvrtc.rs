@@ -24,19 +24,32 @@ use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
 use gmprt_kernels::cuda::CudaSource;
 use std::sync::OnceLock;
 
-/// Whether libnvrtc can be loaded; `Err` says why not, in words. Checked once per process.
+/// Whether libnvrtc can be used; `Err` says why not, in words: absent (the message starts
+/// with `no libnvrtc`), a stub, or another CUDA major than 13 (cudarc's silent fallback to
+/// `libnvrtc.so.12`/`.11`; see [`super::libs`]). Checked once per process; the library's path
+/// and version are logged and kept for [`super::loaded_libraries`].
 pub fn available() -> Result<(), String> {
-    static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: `is_culib_present` only tries to dlopen the candidate library names and drops
-    // what it opened; it touches no other state and has no precondition.
-    let present = *PRESENT.get_or_init(|| unsafe { cudarc::nvrtc::sys::is_culib_present() });
-    if present {
-        Ok(())
-    } else {
-        Err("no libnvrtc.so (NVRTC not found: install the CUDA toolkit's NVRTC, or put the \
-             directory holding libnvrtc.so.13 on LD_LIBRARY_PATH)"
-            .to_string())
-    }
+    static STATE: OnceLock<Result<(), String>> = OnceLock::new();
+    STATE
+        .get_or_init(|| {
+            // SAFETY: `is_culib_present` only tries to dlopen the candidate library names and
+            // drops what it opened; it touches no other state and has no precondition.
+            if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+                return Err("no libnvrtc.so (NVRTC not found: install the CUDA toolkit's NVRTC, or put \
+                            the directory holding libnvrtc.so.13 on LD_LIBRARY_PATH)"
+                    .to_string());
+            }
+            let (mut major, mut minor) = (0, 0);
+            // SAFETY: the library is present (checked just above), so cudarc's loader does not
+            // panic; both pointers are valid for writes.
+            unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
+                .result()
+                .map_err(|e| format!("libnvrtc loads but nvrtcVersion failed: {e}"))?;
+            let major = u32::try_from(major).unwrap_or(0);
+            super::libs::check_loaded(super::libs::CudaLib::Nvrtc, major, &format!("{major}.{minor}"))
+                .map(|_| ())
+        })
+        .clone()
 }
 
 /// NVRTC's version `(major, minor)`, e.g. `(13, 0)`.

@@ -24,7 +24,7 @@ use std::sync::Arc;
 impl CudaBackend {
     /// Runs `f` on the utility stream (lock held), with four fresh timing events; on error
     /// synchronises the stream before returning.
-    fn with_util<T>(
+    pub(crate) fn with_util<T>(
         &self,
         f: impl FnOnce(&Arc<CudaStream>, &[CudaEvent; 4]) -> Result<T, OffloadError>,
     ) -> Result<T, OffloadError> {
@@ -79,6 +79,8 @@ impl CudaBackend {
             return Ok(PhaseTimes::default());
         }
         self.with_util(|s, ev| {
+            // The stream's cuBLAS handle, before the first event (a first use, not a phase).
+            self.ensure_blas(s)?;
             let alloc = |len: usize| {
                 // SAFETY: every element is written before it is read: da and db by the
                 // uploads below, dc by the GEMM (beta = 0: C is not read).

@@ -18,10 +18,16 @@
 //! pinned memory (read by the host). Both are zeroed at creation, so every word is
 //! initialised before any slice of it exists.
 //!
-//! The end event is created with `CU_EVENT_BLOCKING_SYNC`: the worker thread sleeps in the
-//! driver instead of spinning for the whole batch, leaving its core to the runtime's workers
-//! (the price is a few microseconds of wake-up latency per batch).
-use super::{driver_err, phase_times, CudaBackend, LaunchCtx};
+//! The end event is created with `CU_EVENT_BLOCKING_SYNC` (sync mode `blocking` or `auto`,
+//! see `super::sync`): the worker thread sleeps in the driver instead of spinning for the
+//! whole batch, leaving its core to the runtime's workers (the price is a few microseconds of
+//! wake-up latency per batch); with `GMPRT_CUDA_SYNC=spin` it is a plain event and the
+//! context's spin flag makes the worker poll.
+//!
+//! First use: [`CudaSlot::new`] compiles/loads every module and creates the stream's cuBLAS
+//! handle, so `Job::launch_cuda` only finds cached functions and an existing handle inside
+//! the timed `ev[1]..ev[2]` span.
+use super::{driver_err, phase_times, CudaBackend, LaunchCtx, SyncMode};
 use crate::backend::{Job, Phases, Slot};
 use crate::error::OffloadError;
 use crate::PhaseTimes;
@@ -56,10 +62,23 @@ unsafe impl Send for CudaSlot {}
 
 impl CudaSlot {
     /// A slot on `backend` whose buffers hold `in_words` input and `out_words` output words.
+    ///
+    /// Warm-up (so that no run's event span contains a first-use cost): every embedded
+    /// module is compiled and loaded when NVRTC is usable (once per backend; later slots
+    /// find them cached), and
+    /// this slot's stream gets its cuBLAS handle now when cuBLAS is usable (a missing or
+    /// refused cuBLAS fails only a GEMM job, with the reason). The costs are counted in
+    /// [`CudaBackend::first_use`](super::CudaBackend::first_use).
     pub fn new(backend: CudaBackend, in_words: usize, out_words: usize) -> Result<CudaSlot, OffloadError> {
         let ctx = backend.context().clone();
         ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+        // Best effort: a module that cannot be compiled here (no NVRTC, a compile error)
+        // fails only the job that launches it, with the reason, as before.
+        let _ = backend.warm_modules();
         let stream = ctx.new_stream().map_err(|e| driver_err("cuStreamCreate", e))?;
+        if super::launch::cublas_available().is_ok() {
+            backend.ensure_blas(&stream)?;
+        }
         // Zero-length allocations are refused by some driver calls: keep at least one word.
         let (cap_in, cap_out) = (in_words.max(1), out_words.max(1));
         let (cap_in_bytes, cap_out_bytes) = (cap_in.checked_mul(4), cap_out.checked_mul(4));
@@ -96,8 +115,13 @@ impl CudaSlot {
             timing(CUevent_flags::CU_EVENT_DEFAULT)?,
             timing(CUevent_flags::CU_EVENT_DEFAULT)?,
             timing(CUevent_flags::CU_EVENT_DEFAULT)?,
-            // Blocking sync keeps timing enabled (only DISABLE_TIMING turns it off).
-            timing(CUevent_flags::CU_EVENT_BLOCKING_SYNC)?,
+            // The wait follows the sync mode (`super::sync`): blocking (and auto) sleep in
+            // the driver; spin leaves it to the context's spin flag. Blocking sync keeps
+            // timing enabled (only DISABLE_TIMING turns it off).
+            timing(match backend.sync_mode() {
+                SyncMode::Spin => CUevent_flags::CU_EVENT_DEFAULT,
+                SyncMode::Blocking | SyncMode::Auto => CUevent_flags::CU_EVENT_BLOCKING_SYNC,
+            })?,
         ];
         // The allocations and memsets are stream-ordered: finish them so the slot starts idle.
         stream.synchronize().map_err(|e| driver_err("cuStreamSynchronize", e))?;
