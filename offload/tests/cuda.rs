@@ -81,9 +81,16 @@ fn gpu() -> Result<&'static CudaBackend, Gate> {
     b.as_ref().map_err(Clone::clone)
 }
 
-/// libnvrtc, or why it cannot be used.
+/// libnvrtc, or why it cannot be used: absent is a skip; present but refused (a stub, or
+/// another CUDA major than 13 found by cudarc's fallback) is a failure.
 fn nvrtc_gate() -> Result<(), Gate> {
-    nvrtc::available().map_err(Gate::Missing)
+    nvrtc::available().map_err(|why| {
+        if why.starts_with("no libnvrtc") {
+            Gate::Missing(why)
+        } else {
+            Gate::Broken(why)
+        }
+    })
 }
 
 /// The outcome of a test that cannot run: ignored with `what: reason`, or (under
@@ -160,6 +167,9 @@ fn main() -> ExitCode {
         gpu_test("slot_errors_leave_it_usable", slot_errors_leave_it_usable),
         gpu_test("two_slots_on_two_threads_stay_independent", two_slots_on_two_threads_stay_independent),
         gpu_test("calibration_kernels_run", calibration_kernels_run),
+        gpu_test("launch_costs_are_finite_and_positive", launch_costs_are_finite_and_positive),
+        gpu_test("first_use_is_paid_before_any_timed_run", first_use_is_paid_before_any_timed_run),
+        gpu_test("loaded_libraries_name_cuda_13_paths", loaded_libraries_name_cuda_13_paths),
         Trial::test("skips_are_ignored_with_the_reason_and_required_gpu_fails", harness_reports_skips)
             .with_kind("harness"),
     ];
@@ -783,4 +793,67 @@ fn calibration_kernels_run(b: &CudaBackend) {
     let t = slot.run(&CopyJob, words, words, words, Phases::ALL).expect("copy");
     println!("copy of {} MiB: {t:?}", (words * 4) >> 20);
     assert!(slot.staging_out().iter().enumerate().all(|(i, &w)| w == i as u32 ^ 0xA5A5_A5A5));
+}
+
+/// `[gpu]`: the launch floors (issue 12 item 9) are measured, finite, positive and ordered as
+/// they must be (a round trip costs more than an enqueue), and the context's sync flag is
+/// back to the backend's mode afterwards.
+fn launch_costs_are_finite_and_positive(b: &CudaBackend) {
+    let c = b.launch_costs(1000).expect("launch_costs");
+    println!("{}: {c}", b.describe());
+    for (what, d) in [
+        ("enqueue", c.enqueue),
+        ("empty kernel", c.empty_kernel),
+        ("launch+sync spin", c.launch_sync_spin),
+        ("launch+sync blocking", c.launch_sync_blocking),
+    ] {
+        let s = d.as_secs_f64();
+        assert!(s.is_finite() && s > 0.0 && s < 0.1, "{what} = {d:?} is not a plausible launch cost");
+    }
+    assert!(c.launch_sync_spin > c.enqueue, "a round trip includes its enqueue: {c}");
+    assert_eq!(c.launches, 1000);
+    assert_eq!(c.sync_mode, b.sync_mode());
+    assert_eq!(b.effective_sync_mode().expect("cuCtxGetFlags"), Some(b.sync_mode()), "flag restored");
+    assert!(matches!(b.launch_costs(0), Err(OffloadError::Config(_))));
+}
+
+/// `[gpu]`: warm-up compiles and loads every embedded module and creates a cuBLAS handle
+/// (issue 12 item 8), each cost reported; a slot created and run afterwards compiles
+/// nothing more, so no event span can contain a compile.
+fn first_use_is_paid_before_any_timed_run(b: &CudaBackend) {
+    let fu = b.warm_up().expect("warm_up");
+    println!("{fu}");
+    assert!(fu.modules as usize >= ALL.len(), "every embedded module compiled: {fu}");
+    assert!(
+        fu.nvrtc_compile > std::time::Duration::ZERO && fu.module_load > std::time::Duration::ZERO,
+        "{fu}"
+    );
+    assert!(fu.cublas_handles >= 1 && fu.cublas_handle > std::time::Duration::ZERO, "{fu}");
+    assert!(b.describe().contains("first use: NVRTC compile"), "{}", b.describe());
+    let words = 1 << 12;
+    let mut slot = b.new_slot(words, words).expect("slot");
+    slot.run(&CopyJob, words, words, words, Phases::ALL).expect("copy");
+    let after = b.first_use();
+    assert_eq!(
+        (after.modules, after.nvrtc_compile),
+        (fu.modules, fu.nvrtc_compile),
+        "nothing compiled in a run"
+    );
+}
+
+/// `[gpu]`: the driver, NVRTC and cuBLAS this process loaded are listed with a real path (no
+/// stub) and CUDA 13 versions (issue 12 item 4), and the description names them.
+fn loaded_libraries_name_cuda_13_paths(b: &CudaBackend) {
+    b.warm_up().expect("warm_up");
+    let libs = cuda::loaded_libraries();
+    for l in &libs {
+        println!("{l}");
+    }
+    for name in ["libcuda", "libnvrtc", "libcublas"] {
+        let l = libs.iter().find(|l| l.name == name).unwrap_or_else(|| panic!("{name} not listed: {libs:?}"));
+        let path = l.path.as_ref().unwrap_or_else(|| panic!("{name}: no path from /proc/self/maps"));
+        assert!(!cuda::libs::is_stub(path), "{l}");
+        assert!(l.version.starts_with("13.") || name == "libcuda", "{l}");
+        assert!(b.describe().contains(&path.display().to_string()), "{}", b.describe());
+    }
 }

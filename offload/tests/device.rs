@@ -149,3 +149,139 @@ fn host_monte_carlo_matches_the_single_thread_stream() {
     let e = d.option_paths_sum(9, &bad, 10).unwrap_err();
     assert!(e.to_string().contains("vol"), "{e}");
 }
+
+// ---- issue 12: CUDA library checks, sync mode (pure parts; no GPU needed) ----
+
+use gmprt_offload::cuda::libs::{self, CudaLib, EXPECTED_CUDA_MAJOR};
+use gmprt_offload::cuda::SyncMode;
+use std::path::{Path, PathBuf};
+
+/// A synthetic `/proc/self/maps`: the driver, CUDA 13's NVRTC from a wheel, its builtins,
+/// cuBLAS and cuBLASLt, libcudart, a path with a space, a deleted file and anonymous maps.
+const MAPS: &str = "\
+55d0c0a00000-55d0c0a2c000 r--p 00000000 08:01 1234  /usr/bin/cat
+7f1000000000-7f1000100000 r--p 00000000 00:2f 77    /usr/local/nvidia/lib64/libcuda.so.580.95.05
+7f1000100000-7f1000900000 r-xp 00100000 00:2f 77    /usr/local/nvidia/lib64/libcuda.so.580.95.05
+7f2000000000-7f2000100000 r--p 00000000 08:01 88    /venv/lib/python3.12/site-packages/nvidia/cu13/lib/libnvrtc.so.13
+7f2100000000-7f2100100000 r--p 00000000 08:01 89    /venv/lib/python3.12/site-packages/nvidia/cu13/lib/libnvrtc-builtins.so.13.0
+7f3000000000-7f3000100000 r--p 00000000 08:01 90    /usr/local/cuda/lib64/libcublasLt.so.13.1.0.3
+7f3100000000-7f3100100000 r--p 00000000 08:01 91    /usr/local/cuda/lib64/libcublas.so.13.1.0.3
+7f3200000000-7f3200100000 r--p 00000000 08:01 92    /usr/local/cuda/lib64/libcudart.so.13.0.96
+7f3300000000-7f3300100000 r--p 00000000 08:01 93    /opt/my libs/libcublas.so.13.1.0.3 (deleted)
+7f4000000000-7f4000021000 rw-p 00000000 00:00 0
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0     [stack]
+";
+
+#[test]
+fn maps_parser_finds_each_library_by_its_own_file_name() {
+    let p = |s: &str| PathBuf::from(s);
+    assert_eq!(
+        libs::paths_in_maps(MAPS, CudaLib::Driver),
+        vec![p("/usr/local/nvidia/lib64/libcuda.so.580.95.05")],
+        "libcuda once (two mappings of one file), never libcudart"
+    );
+    assert_eq!(
+        libs::paths_in_maps(MAPS, CudaLib::Nvrtc),
+        vec![p("/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libnvrtc.so.13")],
+        "not libnvrtc-builtins"
+    );
+    assert_eq!(
+        libs::paths_in_maps(MAPS, CudaLib::Cublas),
+        vec![p("/usr/local/cuda/lib64/libcublas.so.13.1.0.3"), p("/opt/my libs/libcublas.so.13.1.0.3")],
+        "not libcublasLt; a path with a space and a deleted file are kept whole"
+    );
+    assert!(libs::paths_in_maps("", CudaLib::Driver).is_empty());
+    assert!(libs::paths_in_maps("garbage\n\n  \n", CudaLib::Nvrtc).is_empty());
+}
+
+#[test]
+fn version_suffixes_and_stubs_are_read_from_the_path() {
+    assert_eq!(libs::file_version(Path::new("/x/libnvrtc.so.13.0.88")).as_deref(), Some("13.0.88"));
+    assert_eq!(libs::file_major(Path::new("/x/libnvrtc.so.13.0.88")), Some(13));
+    assert_eq!(libs::file_major(Path::new("/x/libcublas.so.12")), Some(12));
+    assert_eq!(libs::file_version(Path::new("/x/libcublas.so")), None);
+    assert_eq!(libs::file_major(Path::new("/x/libcuda.so.1")), Some(1));
+    assert!(libs::is_stub(Path::new("/usr/local/cuda/lib64/stubs/libcuda.so")));
+    assert!(libs::is_stub(Path::new("/usr/local/cuda/targets/x86_64-linux/lib/stubs/libcuda.so.1")));
+    assert!(!libs::is_stub(Path::new("/usr/local/nvidia/lib64/libcuda.so.1")));
+    assert!(!libs::is_stub(Path::new("/opt/stubsy/libcuda.so.1")), "a component named stubs, not a prefix");
+}
+
+#[test]
+fn a_stub_or_another_cuda_major_is_refused_with_the_path_and_the_fix() {
+    let e = |lib, paths: &[&str], major, v: &str| {
+        let paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
+        libs::verify(lib, &paths, major, v)
+    };
+    // The good case: path, reported version and file version kept.
+    let ok = e(CudaLib::Nvrtc, &["/w/cu13/lib/libnvrtc.so.13"], 13, "13.0").expect("CUDA 13 NVRTC");
+    assert_eq!(ok.name, "libnvrtc");
+    assert_eq!(ok.version, "13.0");
+    assert_eq!(ok.file_version.as_deref(), Some("13"));
+    assert!(ok.to_string().contains("/w/cu13/lib/libnvrtc.so.13"), "{ok}");
+    let drv =
+        e(CudaLib::Driver, &["/usr/local/nvidia/lib64/libcuda.so.580.95.05"], 13, "13.0").expect("driver");
+    assert_eq!(drv.file_version.as_deref(), Some("580.95.05"));
+    assert!(
+        e(CudaLib::Driver, &[], 13, "13.0").is_ok_and(|l| l.path.is_none()),
+        "maps unreadable: no refusal"
+    );
+
+    // The driver stub.
+    let msg = e(CudaLib::Driver, &["/usr/local/cuda/lib64/stubs/libcuda.so"], 13, "13.0").unwrap_err();
+    assert!(msg.contains("stub") && msg.contains("/usr/local/cuda/lib64/stubs/libcuda.so"), "{msg}");
+    assert!(msg.contains("LD_LIBRARY_PATH"), "says how to fix: {msg}");
+    // A CUDA 12 NVRTC found by cudarc's fallback: by the reported version, or by the file.
+    let msg = e(CudaLib::Nvrtc, &["/usr/local/cuda-12.4/lib64/libnvrtc.so.12"], 12, "12.4").unwrap_err();
+    assert!(msg.contains("libnvrtc 12.4") && msg.contains("libnvrtc.so.12"), "{msg}");
+    assert!(msg.contains(&format!("CUDA {EXPECTED_CUDA_MAJOR}")) && msg.contains("LD_LIBRARY_PATH"), "{msg}");
+    let msg = e(CudaLib::Cublas, &["/a/libcublas.so.13", "/b/libcublas.so.11"], 13, "13.1.0").unwrap_err();
+    assert!(msg.contains("/b/libcublas.so.11"), "names the odd one out: {msg}");
+    assert!(
+        e(CudaLib::Cublas, &["/a/libcublas.so"], 12, "12.8.4").is_err(),
+        "unversioned file, CUDA 12 inside"
+    );
+    // A driver too old for CUDA 13 PTX and cuBLAS.
+    let msg = e(CudaLib::Driver, &["/usr/lib/libcuda.so.535.1"], 12, "12.2").unwrap_err();
+    assert!(msg.contains("12.2") && msg.contains("driver"), "{msg}");
+}
+
+#[test]
+fn loaded_libraries_is_empty_or_names_real_paths() {
+    // No GPU libraries load here; where they do, each entry has a name and a version.
+    for lib in gmprt_offload::loaded_libraries() {
+        assert!(lib.name.starts_with("lib") && !lib.version.is_empty(), "{lib:?}");
+    }
+}
+
+#[test]
+fn sync_mode_parses_the_three_values_and_names_a_bad_one() {
+    assert_eq!(SyncMode::parse("spin").unwrap(), SyncMode::Spin);
+    assert_eq!(SyncMode::parse(" Blocking ").unwrap(), SyncMode::Blocking);
+    assert_eq!(SyncMode::parse("blocking_sync").unwrap(), SyncMode::Blocking);
+    assert_eq!(SyncMode::parse("AUTO").unwrap(), SyncMode::Auto);
+    assert_eq!(SyncMode::parse("").unwrap(), SyncMode::Auto, "empty means the default");
+    assert_eq!(SyncMode::default(), SyncMode::Auto);
+    for bad in ["yield", "spinning", "1", "blocking,spin"] {
+        match SyncMode::parse(bad) {
+            Err(OffloadError::Config(msg)) => {
+                assert!(msg.contains("GMPRT_CUDA_SYNC") && msg.contains(bad), "{msg}");
+                assert!(msg.contains("spin") && msg.contains("blocking") && msg.contains("auto"), "{msg}");
+            }
+            other => panic!("{bad:?} accepted: {other:?}"),
+        }
+    }
+    for m in [SyncMode::Spin, SyncMode::Blocking, SyncMode::Auto] {
+        assert_eq!(SyncMode::parse(m.name()).unwrap(), m);
+        assert_eq!(SyncMode::from_ctx_flags(m.ctx_flags()), Some(m), "flags round-trip");
+        assert_eq!(SyncMode::from_ctx_flags(m.ctx_flags() | 0x8), Some(m), "other flag bits ignored");
+    }
+    assert_eq!(SyncMode::from_ctx_flags(2), None, "CU_CTX_SCHED_YIELD is none of ours");
+}
+
+#[test]
+fn host_devices_have_no_first_use_costs() {
+    let h = Device::host();
+    assert_eq!(h.warm_up().unwrap(), None);
+    assert_eq!(h.first_use(), None);
+}
