@@ -1,23 +1,130 @@
 #!/usr/bin/env bash
-# Builds everything the GPU validation (issue 6) runs, on the development machine (the GPU
-# machine has no Rust), into devbin/ (ignored by git; pass it to the device tool as `carry`).
-#   bash scripts/gpu/build.sh && <device run> 'bash scripts/gpu/run.sh'
+# Builds every binary the GPU runs (scripts/gpu/run.sh) need, on the development machine (the
+# GPU machine has no Rust), and packs them into ONE archive to carry to the device tool:
+#
+#   bash scripts/gpu/build.sh                      # -> devbin/gmprt-gpu-bin.tar.xz (≤ 60 MiB)
+#   <device run, carry ["devbin/gmprt-gpu-bin.tar.xz"]> 'bash scripts/gpu/run.sh 0-env'
+#
+# Options:
+#   --profile P   cargo profile to build with [default: gpu = release without debug info,
+#                 stripped (root Cargo.toml)]; `release` keeps debug info and does not fit.
+#   --archive F   where the archive goes [default: devbin/gmprt-gpu-bin.tar.xz]
+#   --no-size-limit   report the size only (dry runs with a profile that keeps debug info)
+#
+# What goes in (bin/ inside the archive, plus MANIFEST with the commit and sha256 sums):
+#   examples  option_screener matmul_ladder monte_carlo_pi explain million_tasks
+#   test-offload-*, test-kernels-*   every test binary of gmprt-offload and gmprt-kernels
+#                                    (test-offload-cuda: the libtest-mimic CUDA harness)
+#   bench-offload, bench-scheduler (root crate), bench-model (gmprt-offload)
+# Any cargo error stops the script with cargo's own message; so does an archive over 60 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-rm -rf devbin && mkdir -p devbin
-cargo build --release --locked --examples
-for e in option_screener matmul_ladder monte_carlo_pi explain million_tasks; do
-  cp "target/release/examples/$e" devbin/
+
+profile=gpu
+size_check=1
+archive=devbin/gmprt-gpu-bin.tar.xz
+while [ $# -gt 0 ]; do
+  case $1 in
+    --profile) profile=${2:?--profile needs a value}; shift 2 ;;
+    --archive) archive=${2:?--archive needs a value}; shift 2 ;;
+    --no-size-limit) size_check=0; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    *) echo "build.sh: unknown argument '$1' (known: --profile P, --archive F, --no-size-limit)" >&2; exit 2 ;;
+  esac
 done
-# Test and bench executables: cargo prints their paths as JSON artifacts.
-list() {
-  cargo "$@" --release --locked --no-run --message-format=json 2>/dev/null | python3 -c '
-import json, sys
-for line in sys.stdin:
+limit_mib=60
+examples=(option_screener matmul_ladder monte_carlo_pi explain million_tasks)
+
+die() { echo "build.sh: error: $*" >&2; exit 1; }
+command -v python3 >/dev/null || die "python3 is needed to read cargo's JSON"
+command -v xz >/dev/null || die "xz is needed to pack the archive"
+
+stage=$(mktemp -d "${TMPDIR:-/tmp}/gmprt-gpu-build.XXXXXX")
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin"
+
+# cargo <args> --no-run/--message-format: stdout is JSON (one message a line), diagnostics are
+# rendered to stderr as usual; a failing cargo fails this function (and the script) loudly.
+# Prints "<name> <executable>" for every executable artifact, name = <prefix><crate>-<target>
+# for tests, <prefix><target> otherwise.
+artifacts() {
+  local prefix=$1; shift
+  local json="$stage/cargo.json"
+  echo "+ cargo $* --profile $profile --locked --message-format=json-render-diagnostics" >&2
+  if ! cargo "$@" --profile "$profile" --locked --message-format=json-render-diagnostics > "$json"; then
+    die "cargo $* failed (its error is above)"
+  fi
+  python3 - "$prefix" "$json" <<'PY'
+import json, os, sys
+prefix, path = sys.argv[1], sys.argv[2]
+for line in open(path):
+    line = line.strip()
+    if not line.startswith("{"):
+        continue
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
-        print(m["target"]["name"], m["executable"])'
+    if m.get("reason") != "compiler-artifact" or not m.get("executable"):
+        continue
+    t = m["target"]
+    name = t["name"]
+    if prefix == "test-":
+        crate = os.path.basename(os.path.dirname(m["manifest_path"]))
+        kind = "lib" if "lib" in t["kind"] else name
+        name = f"{crate}-{kind}"
+    print(prefix + name, m["executable"])
+PY
 }
-list test -p gmprt-offload -p gmprt-kernels | while read -r name exe; do cp "$exe" "devbin/test-$name"; done
-list bench --bench offload --bench scheduler | while read -r name exe; do cp "$exe" "devbin/bench-$name"; done
-ls -la devbin
+
+copy_all() {  # reads "<name> <exe>" lines; copies each to bin/<name>, refusing duplicates
+  local name exe n=0
+  while read -r name exe; do
+    [ -e "$stage/bin/$name" ] && die "two binaries named $name"
+    cp "$exe" "$stage/bin/$name"
+    n=$((n + 1))
+  done
+  [ "$n" -gt 0 ] || die "cargo reported no executables"
+}
+
+t0=$SECONDS
+# Examples (root crate): only the five the runs use are kept.
+artifacts "" build -p gmprt "${examples[@]/#/--example=}" > "$stage/examples.txt"
+copy_all < "$stage/examples.txt"
+for e in "${examples[@]}"; do [ -x "$stage/bin/$e" ] || die "example $e was not built"; done
+
+# Every test binary of gmprt-offload and gmprt-kernels (lib unit tests + integration tests).
+artifacts test- test -p gmprt-offload -p gmprt-kernels --no-run > "$stage/tests.txt"
+copy_all < "$stage/tests.txt"
+[ -x "$stage/bin/test-offload-cuda" ] || die "the CUDA test harness (offload/tests/cuda.rs) was not built"
+
+# Benches: offload and scheduler (root crate), model (gmprt-offload).
+{
+  artifacts bench- bench -p gmprt --bench offload --bench scheduler --no-run
+  artifacts bench- bench -p gmprt-offload --bench model --no-run
+} > "$stage/benches.txt"
+copy_all < "$stage/benches.txt"
+for b in offload scheduler model; do [ -x "$stage/bin/bench-$b" ] || die "bench $b was not built"; done
+echo "cargo builds: $((SECONDS - t0)) s" >&2
+
+commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | wc -l)
+{
+  echo "gmprt GPU binaries"
+  echo "commit $commit (tracked files changed at build time: $dirty)"
+  echo "profile $profile"
+  echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n) ($(rustc --version 2>/dev/null || echo rustc ?))"
+  echo "sha256:"
+  (cd "$stage/bin" && sha256sum -- *)
+} > "$stage/MANIFEST"
+
+mkdir -p "$(dirname "$archive")"
+rm -f "$archive"
+raw=$(du -sb "$stage/bin" | cut -f1)
+tar -C "$stage" -cf - MANIFEST bin | xz -T0 -6 > "$archive.tmp"
+mv "$archive.tmp" "$archive"
+size=$(stat -c %s "$archive")
+ls -la "$stage/bin" >&2
+awk -v a="$archive" -v n="$(find "$stage/bin" -type f | wc -l)" -v r="$raw" -v s="$size" -v l="$limit_mib" \
+  'BEGIN { printf "archive %s: %d binaries, %.1f MiB unpacked, %.1f MiB packed (limit %d MiB)\n", a, n, r / 1048576, s / 1048576, l }'
+if [ "$size" -gt $((limit_mib * 1024 * 1024)) ]; then
+  [ "$size_check" = 1 ] || { echo "build.sh: over $limit_mib MiB (not checked: --no-size-limit)" >&2; exit 0; }
+  die "$archive is $size bytes, over the $limit_mib MiB that can be carried to the GPU machine"
+fi
