@@ -3,7 +3,9 @@
 //! What is measured (each point is the median of at least `repeats` runs after one warm-up
 //! run, in each of three passes over the series' sizes, and then the median of the passes —
 //! `passes` for why):
-//! * **launch**: a 1-item launch on a slot, kernel phase only — on Host a no-op [`Job`]
+//! * **launch**: after a warm-up of empty launches for [`WARM_UP`] (quick: [`WARM_UP_QUICK`])
+//!   — clocks ramp up, caches and the driver's paths are hot, a GPU leaves its idle power
+//!   state — a 1-item launch on a slot, kernel phase only — on Host a no-op [`Job`]
 //!   handed to `Slot::run` (`launch_enqueue` = the slot's own kernel-phase clock, `launch_sync`
 //!   = the wall time of the whole `run` call); on CUDA a 1-element SAXPY (`launch_enqueue` =
 //!   its event-timed device duration, `launch_sync` = the wall time of launch + wait);
@@ -11,6 +13,11 @@
 //!   through a slot's staging buffers (pinned on CUDA) and from plain `Vec`s (pageable: on
 //!   Host a timed `memcpy`, on CUDA a `m×1·1×1` SGEMM whose upload and download are pageable
 //!   copies);
+//! * **device-memory roof**: the device-to-device copy kernel (`gmprt_copy` of
+//!   [`CALIB`]; on Host a `memcpy` between the slot's device-side buffers) over the copy
+//!   sizes, kernel phase only, x = bytes copied (each read once and written once) — stored as
+//!   the profile kernel [`DEVICE_COPY`] (unit `bytes`, no CPU fits), so profiles without it
+//!   (older or published ones) still load; [`DeviceProfile::device_copy`] finds it;
 //! * **kernels on the device**: Black-Scholes and SAXPY through a slot (upload untimed, kernel
 //!   phase timed, as `Device::run_bulk(.., resident = true)` does), SGEMM through
 //!   `Device::sgemm` (x = 2N³ flops), Monte Carlo through `Device::option_paths_sum`
@@ -18,6 +25,11 @@
 //! * **kernels on the CPU**: the same kernels on 1, 2, 4, … `max_procs` Ps of a fresh gmprt
 //!   [`Runtime`], split with `parallel_for` by a task on that runtime ([`CpuKernels`]; SGEMM:
 //!   `sgemm_rows` per row block).
+//!
+//! The kernel fits and `launch_enqueue` are timed on the same kernel-phase clock, so every
+//! kernel fit's intercept contains `launch_enqueue`, and `launch_sync` (wall time of launch +
+//! synchronize) contains it too: the cost model adds only `launch_sync − launch_enqueue` to a
+//! kernel ([`DeviceProfile::launch_overhead`]).
 //!
 //! Every series is fitted with [`LinFit::fit`] (one to four regimes); the raw samples are kept
 //! in the profile, so [`DeviceProfile::refit`] can fit them again.
@@ -28,7 +40,9 @@ use crate::cuda::LaunchCtx;
 use crate::device::{Device, DeviceKind};
 use crate::error::OffloadError;
 use crate::jobs::{BlackScholes, Saxpy};
+use cudarc::driver::{LaunchConfig, PushKernelArg};
 use gmprt_kernels::black_scholes::{self, BsBatch, BsIn, BsOut, Contract};
+use gmprt_kernels::cuda::{CALIB, FN_COPY};
 use gmprt_kernels::{monte_carlo, saxpy, sgemm};
 use gmprt_runtime::{yield_now, Handle, Runtime};
 use parking_lot::Mutex;
@@ -82,6 +96,8 @@ struct Plan {
     mc_paths: Vec<usize>,
     procs: Vec<usize>,
     reps: usize,
+    /// How long to warm the device up before timing launches.
+    warm_up: Duration,
 }
 
 impl Plan {
@@ -110,15 +126,15 @@ impl Plan {
                 geometric(16 * KI, 4 * MI, 2),
                 geometric(8 * KI, 8 * MI, 2),
             ),
-            // Full Host: copies and SAXPY go a factor 2 past the size where the dev VM's
-            // last-level cache gives out (64 MiB copies, 16M SAXPY elements = 192 MiB), so
-            // that the DRAM regime has the two samples a fit needs.
+            // Full Host: copies and SAXPY go a factor 4 past the size where the dev VM's
+            // last-level cache gives out (32 MiB copies, 8M SAXPY elements = 96 MiB), so that
+            // the DRAM regime has the three samples a regime needs (`fit::MIN_RUN`).
             (false, false) => (
                 128 * MI,
                 geometric(8 * KI, 4 * MI, 2),
                 vec![64, 96, 128, 192, 256, 384, 512, 768, 1024],
                 geometric(16 * KI, 4 * MI, 2),
-                geometric(8 * KI, 32 * MI, 2),
+                geometric(8 * KI, 64 * MI, 2),
             ),
             (_, true) => (
                 64 * MI,
@@ -140,6 +156,7 @@ impl Plan {
             mc_paths: mc,
             procs,
             reps: if opts.quick { opts.repeats.clamp(1, 5) } else { opts.repeats.max(1) },
+            warm_up: if opts.quick { WARM_UP_QUICK } else { WARM_UP },
         }
     }
 }
@@ -211,6 +228,54 @@ const MAX_REPS: usize = 51;
 /// stays under 30 seconds).
 const POINT_BUDGET: f64 = 8e-3;
 
+/// How long [`calibrate`] launches empty kernels before timing the launch: about a second,
+/// long enough for a GPU to leave its idle clocks (and a CPU its power-saving state), and
+/// short next to a calibration of tens of seconds.
+pub const WARM_UP: Duration = Duration::from_secs(1);
+/// The warm-up of a quick calibration (tests): a tenth of [`WARM_UP`].
+pub const WARM_UP_QUICK: Duration = Duration::from_millis(100);
+/// The profile kernel that holds the device-memory roof (see the module docs).
+pub const DEVICE_COPY: &str = "device_copy";
+
+/// Copies `n` words from the slot's device-side input to its device-side output: the
+/// device-memory roof (`gmprt_copy` on CUDA, 16 bytes per thread step; `n` a multiple of 4).
+struct DeviceCopy;
+
+impl Job for DeviceCopy {
+    fn name(&self) -> &'static str {
+        DEVICE_COPY
+    }
+    fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
+        output[..n].copy_from_slice(black_box(&input[..n]));
+        black_box(&output[..n]);
+        Ok(())
+    }
+    fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
+        if !n.is_multiple_of(4) || n > ctx.input.len() || n > ctx.output.len() {
+            return Err(OffloadError::Config(format!(
+                "device copy of {n} words: a multiple of 4 up to the slot's {} / {} words",
+                ctx.input.len(),
+                ctx.output.len()
+            )));
+        }
+        let f = ctx.backend.function(&CALIB, FN_COPY)?;
+        let n4 = n / 4;
+        // Grid-stride: up to 8 blocks of 256 threads per SM, fewer for small copies.
+        let blocks = n4.div_ceil(256).clamp(1, 8 * ctx.backend.sm_count().max(1) as usize) as u32;
+        let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let src = ctx.input.slice(..n);
+        let mut dst = ctx.output.slice_mut(..n);
+        let n4_arg = n4;
+        let mut b = ctx.stream.launch_builder(&f);
+        b.arg(&src).arg(&mut dst).arg(&n4_arg);
+        // SAFETY: `gmprt_copy(const float4* src, float4* dst, size_t n4)`: src and dst hold n
+        // words = n4 float4s each (checked above), device allocations are 256-byte aligned, the
+        // slot's input and output buffers are distinct allocations, and `usize` is `size_t`.
+        unsafe { b.launch(cfg) }.map_err(|e| crate::cuda::driver_err("cuLaunchKernel gmprt_copy", e))?;
+        Ok(())
+    }
+}
+
 /// A job that does nothing: the cost of handing a batch to a slot.
 struct Noop;
 
@@ -234,10 +299,11 @@ const D2H_ONLY: Phases = Phases { h2d: false, kernel: false, d2h: true };
 /// CPU time on 1 … `max_procs` Ps, and fits them. Under a minute on a GPU, under 30 s on Host.
 pub fn calibrate(device: &Device, opts: &CalibrateOptions) -> Result<DeviceProfile, OffloadError> {
     let plan = Plan::new(device.kind(), opts);
-    let (launch_enqueue, launch_sync) = launch(device, plan.reps)?;
+    let (launch_enqueue, launch_sync) = launch(device, plan.reps, plan.warm_up)?;
     let (h2d, d2h) = copies(device, &plan)?;
     let mut kernels = device_kernels(device, &plan)?;
     cpu_kernels(&plan, &mut kernels)?;
+    kernels.push(device_copy(device, &plan)?);
     let (name, driver) = match device.cuda_backend() {
         Some(c) => {
             let v = c.driver_version();
@@ -261,12 +327,18 @@ pub fn calibrate(device: &Device, opts: &CalibrateOptions) -> Result<DeviceProfi
     })
 }
 
-/// (enqueue, launch + sync) seconds of a 1-item launch (see the module docs).
-fn launch(device: &Device, reps: usize) -> Result<(f64, f64), OffloadError> {
+/// (enqueue, launch + sync) seconds of a 1-item launch after `warm_up` of launches (see the
+/// module docs).
+fn launch(device: &Device, reps: usize, warm_up: Duration) -> Result<(f64, f64), OffloadError> {
     let mut slot = device.backend().new_slot(2, 1)?;
     let (noop, sx) = (Noop, Saxpy { a: 1.0 });
     let job: &dyn Job = if device.kind() == DeviceKind::Cuda { &sx } else { &noop };
     slot.run(job, 1, 2, 1, Phases::ALL)?;
+    // Each `run` synchronises, so this is a loop of launch + sync until `warm_up` has passed.
+    let start = Instant::now();
+    while start.elapsed() < warm_up {
+        slot.run(job, 1, 2, 1, KERNEL_ONLY)?;
+    }
     // More repeats than elsewhere: each is microseconds, and the median of few is noisy.
     let reps = reps.max(1) * 20;
     let enqueue = median(reps, || Ok(slot.run(job, 1, 2, 1, KERNEL_ONLY)?.kernel))?;
@@ -328,6 +400,24 @@ fn copies(device: &Device, plan: &Plan) -> Result<(TransferProfile, TransferProf
         pageable_samples: pageable,
     };
     Ok((tp(hp, hg), tp(dp, dg)))
+}
+
+/// The device-memory roof: the copy kernel ([`DeviceCopy`]) over the plan's copy sizes,
+/// kernel phase only (the data is uploaded once, untimed), x = bytes copied.
+fn device_copy(device: &Device, plan: &Plan) -> Result<KernelProfile, OffloadError> {
+    let max_words = plan.copy_bytes.iter().max().copied().unwrap_or(16) / 4;
+    let mut slot = device.backend().new_slot(max_words, max_words)?;
+    slot.staging_in().fill(3);
+    slot.run(&DeviceCopy, max_words, max_words, max_words, H2D_ONLY)?;
+    let s = samples(
+        &plan.copy_bytes,
+        |b| b as f64,
+        |b| {
+            let w = b / 4;
+            median(plan.reps, || Ok(slot.run(&DeviceCopy, w, w, w, KERNEL_ONLY)?.kernel))
+        },
+    )?;
+    Ok(kernel(DEVICE_COPY, "bytes", Size::Items { in_bytes: 1.0, out_bytes: 1.0, out_fixed: 0.0 }, s))
 }
 
 /// A profile entry with its device fit and no CPU fits yet.

@@ -10,8 +10,8 @@
 //! operands fit in (SAXPY on the dev VM: 0.21 ns per element up to 128k elements, 0.60 ns
 //! from 512k on; a `memcpy` has four speeds: L1, L2, last-level cache, DRAM). No single line
 //! is within ±25% of all of them, so [`LinFit::fit`] also tries every way of cutting the
-//! sorted samples into two, three and four consecutive runs (at least [`MIN_RUN`] samples
-//! each), fits a line to each run, and scores each cut by its worst relative error over all
+//! sorted samples into two, three and four consecutive runs (at least [`MIN_RUN`] = 3
+//! samples each, so eight points allow two regimes at most), fits a line to each run, and scores each cut by its worst relative error over all
 //! the samples. It keeps one line unless that is off by more than [`SPLIT_ABOVE`]; a cut into
 //! more regimes replaces the current choice only if it lowers the worst error by at least
 //! [`MIN_GAIN`], so noise on one straight regime is not "explained" by spurious breaks.
@@ -72,9 +72,14 @@ pub const SPLIT_ABOVE: f64 = 0.10;
 /// medians this project fits move by a few percent from run to run on the shared VM, so a
 /// smaller gain is within the noise, not evidence of another regime.
 pub const MIN_GAIN: f64 = 0.05;
-/// Fewest samples in each regime: two points determine a line, so a regime of fewer would
-/// fit anything exactly.
-pub const MIN_RUN: usize = 2;
+/// Fewest samples in each regime: three. Two points determine a line, so a regime of two
+/// fits them exactly whatever they are — one noisy pair of medians on the shared VM became a
+/// "regime" of its own, and eight points could be cut into four such regimes, each fitting
+/// its pair exactly (worst error 0, every cut "justified"). With three, each regime's line
+/// has a residual its worst error can show, a single disturbed sample cannot carve out a
+/// regime, and a series needs `MIN_RUN · regimes` samples for that many regimes (eight points:
+/// at most two).
+pub const MIN_RUN: usize = 3;
 /// Most regimes of one fit: four, one per level a CPU's memory traffic can be bound by (L1,
 /// L2, the shared last-level cache, DRAM). A `memcpy` on the dev VM shows all four: 7.6, 24,
 /// 75 and 125-170 ps per byte.

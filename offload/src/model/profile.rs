@@ -207,6 +207,12 @@ impl DeviceProfile {
             }
         }
     }
+    /// The device-memory roof, if calibrated: seconds to copy x bytes device to device (the
+    /// fit of the [`DEVICE_COPY`](super::calibrate::DEVICE_COPY) entry; profiles measured
+    /// before it existed, and the published ones, have none).
+    pub fn device_copy(&self) -> Option<&LinFit> {
+        self.kernels.iter().find(|k| k.name == super::calibrate::DEVICE_COPY).map(|k| &k.device)
+    }
     /// One line naming the profile: device, source, date, CPU and procs.
     pub fn label(&self) -> String {
         let source = match &self.source {
