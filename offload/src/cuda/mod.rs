@@ -213,13 +213,22 @@ impl CudaBackend {
             .map_err(|_| OffloadError::Config(format!("device ordinal {ordinal} is too large")))?;
         let dev =
             cudarc::driver::result::device::get(dev_ordinal).map_err(|e| driver_err("cuDeviceGet", e))?;
-        // SAFETY: the driver is loaded and initialised (probe), `dev` is a valid device.
-        // Setting the primary context's flags is allowed whether or not it is active (it then
-        // applies to the running context too); the flags are scheduling flags only.
-        unsafe { cudarc::driver::sys::cuDevicePrimaryCtxSetFlags_v2(dev, sync.ctx_flags()) }
-            .result()
-            .map_err(|e| driver_err(format!("cuDevicePrimaryCtxSetFlags({sync})"), e))?;
+        // SAFETY: the driver is loaded and initialised (probe), `dev` is a valid device; the
+        // flags are scheduling flags only.
+        let preset = unsafe { cudarc::driver::sys::cuDevicePrimaryCtxSetFlags_v2(dev, sync.ctx_flags()) };
+        // Older drivers refuse this while the primary context is active (another backend of
+        // this process, or the runtime API): then `cuCtxSetFlags` below sets it instead.
+        if preset != cudarc::driver::sys::CUresult::CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE {
+            preset.result().map_err(|e| driver_err(format!("cuDevicePrimaryCtxSetFlags({sync})"), e))?;
+        }
         let ctx = CudaContext::new(ordinal).map_err(|e| driver_err("cuDevicePrimaryCtxRetain", e))?;
+        // `CudaContext::new` made the context current on this thread. Set the flag on the
+        // live context too (CUDA >= 12.1; the driver is >= 13, see `libs`): this covers a
+        // context that was already active with other flags.
+        // SAFETY: this context is current on this thread (bound by `CudaContext::new`).
+        unsafe { cudarc::driver::sys::cuCtxSetFlags(sync.ctx_flags()) }
+            .result()
+            .map_err(|e| driver_err(format!("cuCtxSetFlags({sync})"), e))?;
         // SAFETY: from here on this backend orders all its work itself (module docs: each
         // buffer lives on one stream, every run ends with a host wait on its last event, a
         // failed run synchronises its stream). No stream or buffer exists yet on this

@@ -76,9 +76,7 @@ impl CudaSlot {
         // fails only the job that launches it, with the reason, as before.
         let _ = backend.warm_modules();
         let stream = ctx.new_stream().map_err(|e| driver_err("cuStreamCreate", e))?;
-        if super::launch::cublas_available().is_ok() {
-            backend.ensure_blas(&stream)?;
-        }
+
         // Zero-length allocations are refused by some driver calls: keep at least one word.
         let (cap_in, cap_out) = (in_words.max(1), out_words.max(1));
         let (cap_in_bytes, cap_out_bytes) = (cap_in.checked_mul(4), cap_out.checked_mul(4));
@@ -125,6 +123,11 @@ impl CudaSlot {
         ];
         // The allocations and memsets are stream-ordered: finish them so the slot starts idle.
         stream.synchronize().map_err(|e| driver_err("cuStreamSynchronize", e))?;
+        // Last fallible step (nothing to undo after it): this stream's cuBLAS handle, when
+        // cuBLAS is usable.
+        if super::launch::cublas_available().is_ok() {
+            backend.ensure_blas(&stream)?;
+        }
         Ok(CudaSlot {
             backend,
             stream,

@@ -12,7 +12,9 @@
 //! The flag belongs to the device's primary context: [`CudaBackend::new`](super::CudaBackend::new)
 //! sets it with `cuDevicePrimaryCtxSetFlags` before retaining the context (cudarc 0.19's
 //! `CudaContext::new` takes no flags), and [`CudaBackend::launch_costs`](super::CudaBackend::launch_costs)
-//! switches it for its measurement with `cuCtxSetFlags` (CUDA ≥ 12.1) and restores it. A
+//! switches it for its measurement with `cuCtxSetFlags` (CUDA ≥ 12.1) and restores it. The flag is
+//! per device per process (the primary context is shared): a second backend opened on the
+//! same device with another mode changes it for the first too, so open one mode per process. A
 //! slot's end-of-run event follows the setting: `CU_EVENT_BLOCKING_SYNC` for `blocking` and
 //! `auto` (the slot's worker thread sleeps — the behaviour before this setting existed), a
 //! plain event for `spin` (the worker spins, per the context flag).
