@@ -43,7 +43,8 @@ pub struct LaunchCosts {
     /// One launch + `cuStreamSynchronize`, host time, context flag
     /// `CU_CTX_SCHED_BLOCKING_SYNC`.
     pub launch_sync_blocking: Duration,
-    /// The sync mode the backend runs with (restored after the measurement).
+    /// The sync mode the backend was opened with (the context's flags found before the
+    /// measurement are restored after it).
     pub sync_mode: SyncMode,
 }
 
@@ -76,17 +77,36 @@ fn launch_empty(s: &Arc<CudaStream>, f: &CudaFunction) -> Result<(), OffloadErro
 
 /// Sets the current context's scheduling flag (the context must be current).
 fn set_ctx_flags(mode: SyncMode) -> Result<(), OffloadError> {
-    // SAFETY: the caller made this backend's context current; only the scheduling flag is
+    set_sched_bits(mode.ctx_flags())
+}
+
+/// Sets the current context's scheduling bits to `sched` (masked; the context must be
+/// current).
+fn set_sched_bits(sched: u32) -> Result<(), OffloadError> {
+    let sched = sched & cudarc::driver::sys::CUctx_flags::CU_CTX_SCHED_MASK as u32;
+    // SAFETY: the caller made this backend's context current; only scheduling bits are
     // passed, which cuCtxSetFlags accepts on a live context.
-    unsafe { cudarc::driver::sys::cuCtxSetFlags(mode.ctx_flags()) }
+    unsafe { cudarc::driver::sys::cuCtxSetFlags(sched) }
         .result()
-        .map_err(|e| driver_err(format!("cuCtxSetFlags({mode})"), e))
+        .map_err(|e| driver_err(format!("cuCtxSetFlags({sched:#x})"), e))
+}
+
+/// The current context's flags (the context must be current).
+fn ctx_flags() -> Result<u32, OffloadError> {
+    let mut flags = 0;
+    // SAFETY: the caller made this backend's context current; the pointer is valid for one
+    // write.
+    unsafe { cudarc::driver::sys::cuCtxGetFlags(&mut flags) }
+        .result()
+        .map_err(|e| driver_err("cuCtxGetFlags", e))?;
+    Ok(flags)
 }
 
 impl CudaBackend {
     /// Measures the launch floors (module docs: enqueue cost, empty-kernel device time,
     /// launch + sync spinning and blocking), each a mean over `launches` (≥ 1, at most
-    /// 100 000; ~1000 is plenty). Compiles the calibration module first if needed (outside
+    /// 100 000; ~1000 is plenty — beyond the driver's launch queue, about a thousand pending
+    /// launches, `cuLaunchKernel` waits for room and the enqueue figure includes that wait). Compiles the calibration module first if needed (outside
     /// every timing). Must not run beside timed work: it switches the context's sync flag for
     /// a moment.
     pub fn launch_costs(&self, launches: usize) -> Result<LaunchCosts, OffloadError> {
@@ -132,7 +152,9 @@ impl CudaBackend {
                 Duration::ZERO
             };
 
-            // 3. Launch + sync, per context flag; the flag is restored whatever happens.
+            // 3. Launch + sync, per context flag; the flags found are restored whatever
+            // happens (with_util made this backend's context current).
+            let found = ctx_flags()?;
             let round_trips = |mode: SyncMode| -> Result<Duration, OffloadError> {
                 set_ctx_flags(mode)?;
                 launch_empty(s, &f)?; // one untimed round trip in this mode
@@ -146,7 +168,7 @@ impl CudaBackend {
             };
             let spin = round_trips(SyncMode::Spin);
             let blocking = spin.is_ok().then(|| round_trips(SyncMode::Blocking));
-            let restored = set_ctx_flags(sync_mode);
+            let restored = set_sched_bits(found);
             let launch_sync_spin = spin?;
             let launch_sync_blocking = blocking.unwrap_or(Ok(Duration::ZERO))?;
             restored?;
