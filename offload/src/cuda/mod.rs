@@ -58,8 +58,11 @@ pub use slot::CudaSlot;
 pub use sync::{SyncMode, SYNC_ENV};
 
 /// Checks, without panicking, that a CUDA device can be used: libcuda present
-/// (`is_culib_present` first), driver init, at least `ordinal + 1` devices. `Err` carries the
-/// reason in plain words ("no libcuda.so", "no CUDA device", ...).
+/// (`is_culib_present` first), not a stub and at least CUDA 13 (checked through
+/// `/proc/self/maps` and `cuDriverGetVersion` before `cuInit`, see [`libs`]; the loaded path
+/// and version are logged once), driver init, at least `ordinal + 1` devices. `Err` carries
+/// the reason in plain words ("no libcuda.so", "libcuda loaded from a stub library ...",
+/// "no CUDA device", ...).
 pub fn probe(ordinal: usize) -> Result<(), String> {
     // SAFETY: `is_culib_present` only tries to dlopen the candidate library names and drops
     // what it opened; no precondition. It must come before any other driver call, because
