@@ -104,7 +104,7 @@ copy_all < "$stage/benches.txt"
 for b in offload scheduler model; do [ -x "$stage/bin/bench-$b" ] || die "bench $b was not built"; done
 echo "cargo builds: $((SECONDS - t0)) s" >&2
 
-commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+commit=$(git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
 dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | wc -l)
 {
   echo "gmprt GPU binaries"

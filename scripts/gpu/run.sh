@@ -1,22 +1,330 @@
 #!/usr/bin/env bash
-# Issue 6's runs, on the GPU machine (binaries from scripts/gpu/build.sh in devbin/). Writes
-# every raw output under $OUT (the device tool brings it back); commit it under
-# benches/results/<gpu>/ with this script's name.
-set -uo pipefail
-OUT=${OUT:-out}; mkdir -p "$OUT"
-run() { local name=$1; shift; echo "+ $*" | tee "$OUT/$name.txt"; timeout 300 "$@" >> "$OUT/$name.txt" 2>&1; echo "rc=$?" >> "$OUT/$name.txt"; }
-nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
-nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.max,pcie.link.width.max --format=csv >> "$OUT/nvidia-smi.txt" 2>&1
-export GMPRT_DEVICE=cuda
-# 1. CUDA tests (must run, not skip) and the rest of the offload/kernels suites.
-for t in devbin/test-*; do run "$(basename "$t")" "$t" --nocapture --test-threads=1; done
-# 2. Calibration -> the profile to commit as offload/profiles/<gpu>.json.
-run calibrate devbin/explain --all --device cuda --save-profile "$OUT/profile.json" --out "$OUT"
-# 4. The five-way table, the ladder, Monte Carlo.
-run option_screener devbin/option_screener --n 1e6
-run matmul_ladder devbin/matmul_ladder --n 4096 --naive-max 512
-run monte_carlo_pi devbin/monte_carlo_pi --samples 1e9 --paths 1e8
-# 6. Scheduler scaling on the 16 cores.
-for p in 1 2 4 8 16; do run "million_tasks-p$p" devbin/million_tasks --procs "$p"; done
-BENCH_PROCS=16 run bench-scheduler devbin/bench-scheduler --bench --warm-up-time 1 --measurement-time 3
-run bench-offload devbin/bench-offload --bench --warm-up-time 1 --measurement-time 3
+# The GPU validation runs (issue 6/12), in STAGES: one stage per device call, each well inside
+# the device tool's 600 s per command, each writing exactly two files under $OUT:
+#   $OUT/<stage>.tar.xz        every raw output of the stage (plus its summary)
+#   $OUT/<stage>-summary.txt   what ran, each step's rc and time, key figures, device, driver
+#
+#   bash scripts/gpu/run.sh list          # the stages and their expected time on an H100/H200
+#   bash scripts/gpu/run.sh <stage>...    # e.g. 0-env, or 1-correct 2-calibrate (each alone works)
+#
+# Binaries: the archive from scripts/gpu/build.sh (carry devbin/gmprt-gpu-bin.tar.xz); it is
+# unpacked into devbin/bin on first use (again when the archive changes). Environment:
+#   OUT                 where the results go [default: out]
+#   GMPRT_RUN_DEVICE    cuda (default: GMPRT_DEVICE=cuda GMPRT_REQUIRE_GPU=1, a missing GPU fails)
+#                       or host (the dry run: GMPRT_DEVICE=host, GMPRT_REQUIRE_GPU unset)
+#   GMPRT_GPU_SCALE     full (default) | small | smallest: problem sizes (the dry run uses small
+#                       or smallest; full is what the GPU machine runs)
+#   GMPRT_BIN_ARCHIVE   the archive [default: devbin/gmprt-gpu-bin.tar.xz]
+#   GMPRT_BIN_DIR       where it is unpacked [default: devbin/bin]
+#   GMPRT_STAGE_BUDGET  seconds a stage may take in all [default: 540]; every step also has its
+#                       own timeout, cut to what is left of the budget
+# Library search path: LD_LIBRARY_PATH is set explicitly (driver in /usr/local/nvidia/lib64,
+# /usr/local/cuda/lib64, the Python env's nvidia-* wheels' lib dirs; never a `stubs` dir).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+
+STAGES=(0-env 1-correct 2-calibrate 3-screener 4-sched 5-bench)
+# Expected time of each stage on the GPU machine (H100/H200, 16 cores), full scale; the
+# reasoning is in scripts/gpu/README.md.
+declare -A EXPECT=(
+  [0-env]="~10 s: nvidia-smi -q, lscpu, library paths, torch version"
+  [1-correct]="~60-150 s: CUDA tests (GMPRT_REQUIRE_GPU=1) then every offload/kernels test binary"
+  [2-calibrate]="~150-300 s: PyTorch reference figures, explain --all --device cuda (calibration), ncu SpeedOfLight"
+  [3-screener]="~60-180 s: option_screener 1e6, monte_carlo_pi 1e9/1e8, matmul_ladder 4096"
+  [4-sched]="~60-120 s: million_tasks at procs 1 2 4 8 16, --park, tokio at 16"
+  [5-bench]="~200-400 s: criterion benches scheduler + offload (BENCH_PROCS=16), the model bench"
+)
+
+die() { echo "run.sh: error: $*" >&2; exit 1; }
+
+usage() {
+  sed -n '2,22p' "$0"
+  echo
+  list
+}
+
+list() {
+  echo "stages (run one per device call, in this order; each writes <stage>.tar.xz + <stage>-summary.txt):"
+  local s
+  for s in "${STAGES[@]}"; do printf '  %-12s %s\n' "$s" "${EXPECT[$s]}"; done
+}
+
+[ $# -gt 0 ] || { usage; exit 2; }
+case $1 in
+  list) list; exit 0 ;;
+  -h|--help|help) usage; exit 0 ;;
+esac
+for s in "$@"; do
+  [ -n "${EXPECT[$s]+x}" ] || die "unknown stage '$s' (stages: ${STAGES[*]}; or 'list')"
+done
+
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+RUN_DEVICE=${GMPRT_RUN_DEVICE:-cuda}
+SCALE=${GMPRT_GPU_SCALE:-full}
+ARCHIVE=${GMPRT_BIN_ARCHIVE:-devbin/gmprt-gpu-bin.tar.xz}
+BIN=${GMPRT_BIN_DIR:-devbin/bin}
+BUDGET=${GMPRT_STAGE_BUDGET:-540}
+case $SCALE in full|small|smallest) ;; *) die "GMPRT_GPU_SCALE=$SCALE: expected full, small or smallest" ;; esac
+
+case $RUN_DEVICE in
+  cuda) export GMPRT_DEVICE=cuda GMPRT_REQUIRE_GPU=1 ;;
+  host) export GMPRT_DEVICE=host; unset GMPRT_REQUIRE_GPU ;;
+  *) die "GMPRT_RUN_DEVICE=$RUN_DEVICE: expected cuda or host" ;;
+esac
+
+# --- library search path ------------------------------------------------------------------
+lib_dirs=()
+add_dir() { case $1 in *stubs*) return ;; esac; [ -d "$1" ] && lib_dirs+=("$1"); return 0; }
+add_dir /usr/local/nvidia/lib64
+add_dir /usr/local/cuda/lib64
+PY=${PYTHON:-python3}
+if command -v "$PY" >/dev/null; then
+  while IFS= read -r d; do [ -n "$d" ] && add_dir "$d"; done < <("$PY" - <<'PY' 2>/dev/null || true
+import glob, os
+try:
+    import nvidia
+except Exception:
+    raise SystemExit(0)
+for base in list(nvidia.__path__):
+    for d in [os.path.join(base, "cu13", "lib")] + sorted(glob.glob(os.path.join(base, "*", "lib"))):
+        if os.path.isdir(d) and "stubs" not in d:
+            print(d)
+PY
+)
+fi
+LD_LIBRARY_PATH=$(IFS=:; echo "${lib_dirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH
+
+# --- binaries ------------------------------------------------------------------------------
+unpack() {
+  [ -f "$ARCHIVE" ] || die "no binary archive at $ARCHIVE: build it with 'bash scripts/gpu/build.sh' and carry it"
+  local stamp="$BIN/.archive-sha256" sum
+  sum=$(sha256sum "$ARCHIVE" | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ]; then return 0; fi
+  echo "unpacking $ARCHIVE into $BIN" >&2
+  rm -rf "$BIN" && mkdir -p "$BIN"
+  local tmp
+  tmp=$(mktemp -d)
+  xz -dc "$ARCHIVE" | tar -C "$tmp" -xf -
+  mv "$tmp"/bin/* "$BIN"/
+  cp "$tmp/MANIFEST" "$BIN/MANIFEST"
+  rm -rf "$tmp"
+  echo "$sum" > "$stamp"
+}
+unpack
+BIN=$(cd "$BIN" && pwd)
+
+# --- steps ---------------------------------------------------------------------------------
+# step <name> <timeout s> <cmd...>: runs cmd with its output in $W/<name>.txt, under
+# timeout min(<timeout>, what is left of the stage budget); records rc and time.
+step() {
+  local name=$1 limit=$2; shift 2
+  local left=$((BUDGET - (SECONDS - STAGE_T0)))
+  if [ "$left" -lt 15 ]; then
+    echo "skipped (stage budget of ${BUDGET}s spent): $*" > "$W/$name.txt"
+    printf '%-28s skipped: stage budget spent\n' "$name" >> "$SUMMARY"
+    return 0
+  fi
+  [ "$limit" -le "$left" ] || limit=$left
+  local t0=$SECONDS rc=0
+  echo "+ $* (timeout ${limit}s)" > "$W/$name.txt"
+  echo "[$STAGE] $name: $* (timeout ${limit}s)" >&2
+  timeout -k 10 "$limit" "$@" >> "$W/$name.txt" 2>&1 || rc=$?
+  local dt=$((SECONDS - t0))
+  echo "rc=$rc time=${dt}s" >> "$W/$name.txt"
+  local what="rc=$rc"
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then what="rc=$rc (TIMED OUT after ${limit}s)"; fi
+  printf '%-28s %s %ss\n' "$name" "$what" "$dt" >> "$SUMMARY"
+  [ "$rc" -eq 0 ] || FAILED=$((FAILED + 1))
+  return 0
+}
+# note <name> <line>: a step that did not run, and why (not a failure).
+note() { printf '%-28s %s\n' "$1" "$2" >> "$SUMMARY"; echo "$2" > "$W/$1.txt"; }
+# figures <name> <grep -E pattern> [max lines]: key lines of a step's output into the summary.
+figures() {
+  local f="$W/$1.txt" n=${3:-8}
+  [ -f "$f" ] || return 0
+  grep -E -- "$2" "$f" | head -n "$n" | cut -c1-170 | sed 's/^/    /' >> "$SUMMARY" || true
+}
+# pick <full> <small> <smallest>: the value for this scale.
+pick() { case $SCALE in full) echo "$1" ;; small) echo "$2" ;; smallest) echo "$3" ;; esac; }
+
+device_line() {
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n 1 || echo "nvidia-smi failed"
+  else
+    echo "no nvidia-smi (no GPU driver on this machine)"
+  fi
+}
+
+# Real path of each CUDA library as found on LD_LIBRARY_PATH (first hit), then the loader's cache.
+resolve_libs() {
+  local lib d found
+  for lib in libcuda.so.1 libnvrtc.so.13 libcublas.so.13 libcublasLt.so.13; do
+    found=""
+    for d in "${lib_dirs[@]}"; do
+      if [ -e "$d/$lib" ]; then found="$d/$lib -> $(readlink -f "$d/$lib")"; break; fi
+    done
+    if [ -z "$found" ]; then
+      d=$(ldconfig -p 2>/dev/null | awk -v l="$lib" '$1 == l { print $NF; exit }')
+      if [ -n "$d" ]; then found="$d -> $(readlink -f "$d") (ldconfig cache, not on LD_LIBRARY_PATH)"; else found="not found"; fi
+    fi
+    printf '%-18s %s\n' "$lib" "$found"
+  done
+}
+
+# --- stages --------------------------------------------------------------------------------
+stage_0_env() {
+  {
+    echo "== nvidia-smi -q"; if command -v nvidia-smi >/dev/null; then nvidia-smi -q || true; else echo "no nvidia-smi"; fi
+    echo "== nvidia-smi topo"; if command -v nvidia-smi >/dev/null; then nvidia-smi topo -m || true; fi
+  } > "$W/nvidia-smi.txt" 2>&1
+  { echo "== lscpu"; lscpu || cat /proc/cpuinfo; echo "== free -g"; free -g || true; echo "== uname"; uname -a;
+    echo "== os"; cat /etc/os-release 2>/dev/null || true; } > "$W/cpu.txt" 2>&1
+  {
+    echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    resolve_libs
+    echo "== every libcuda/libnvrtc/libcublas on the search path"
+    local d; for d in "${lib_dirs[@]}"; do
+      find "$d" -maxdepth 1 \( -name 'libcuda.*' -o -name 'libnvrtc*' -o -name 'libcublas*' \) -printf '%p -> %l (%s B)\n' 2>/dev/null || true
+    done
+    echo "== ldconfig -p"; ldconfig -p 2>/dev/null | grep -E 'libcuda\.|libnvrtc|libcublas' || true
+    echo "== nvcc/ncu"; find /usr/local/cuda/bin -maxdepth 1 -printf '%f ' 2>/dev/null || true; echo
+    command -v ncu >/dev/null && ncu --version 2>&1 | tail -n 1 || echo "no ncu on PATH"
+  } > "$W/libs.txt" 2>&1
+  # torch missing is recorded, not a failure (the dry run has none; reference.py says so too).
+  step torch 60 "$PY" -c '
+import sys
+print("python", sys.version.split()[0])
+try:
+    import torch
+except Exception as e:
+    print("torch: not importable:", e)
+    raise SystemExit(0)
+print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())
+print("device", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "-")'
+  # Which device the offload layer picks (and why), with a run so small it costs nothing.
+  step device-detect 60 "$BIN/monte_carlo_pi" --samples 1e4 --paths 1e3
+  cp "$BIN/MANIFEST" "$W/MANIFEST.txt"
+  env | grep -E '^(GMPRT_|LD_LIBRARY_PATH|CUDA_)' | sort > "$W/env.txt" || true
+  {
+    echo "cpu: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1) ($(nproc) cores)"
+    echo "binaries: $(sed -n 2p "$BIN/MANIFEST")"
+    resolve_libs | sed 's/^/lib /'
+  } >> "$SUMMARY"
+  figures torch '^(python|torch|device)'
+  figures device-detect '(device|CUDA|cuda|rc=)' 6
+}
+
+stage_1_correct() {
+  # The CUDA harness first: with GMPRT_REQUIRE_GPU=1 a missing GPU fails every [gpu] test.
+  step test-offload-cuda "$(pick 240 120 120)" "$BIN/test-offload-cuda" --nocapture --test-threads=1
+  figures test-offload-cuda '^(test result|cuda tests|.*FAILED|.*failed)' 12
+  local t name
+  for t in "$BIN"/test-offload-* "$BIN"/test-kernels-*; do
+    name=$(basename "$t")
+    [ "$name" = test-offload-cuda ] && continue
+    step "$name" "$(pick 200 120 120)" "$t" --test-threads="$(nproc)"
+    figures "$name" '^test result' 2
+  done
+}
+
+stage_2_calibrate() {
+  step reference 120 "$PY" "$ROOT/scripts/gpu/reference.py" --out "$W/reference.json" --scale "$SCALE"
+  figures reference '^(skipped|reference|  )' 12
+  local quick=()
+  [ "$SCALE" = full ] || quick=(--calibrate-quick)
+  step calibrate "$(pick 360 240 200)" "$BIN/explain" --all --device "$RUN_DEVICE" "${quick[@]}" \
+    --save-profile "$W/profile.json" --out "$W/img"
+  figures calibrate '^(explain: profile saved|[a-z-]+: n = |  Verdict:|  crossover,)' 18
+  if command -v ncu >/dev/null; then
+    step ncu-speed-of-light 150 ncu --section SpeedOfLight -k regex:gmprt_ --launch-count 6 \
+      "$BIN/monte_carlo_pi" --samples "$(pick 1e8 1e7 1e6)" --paths "$(pick 1e7 1e6 1e5)"
+    figures ncu-speed-of-light '(gmprt_|Throughput|Duration)' 16
+  else
+    note ncu-speed-of-light "skipped: no ncu on PATH"
+  fi
+  if [ -f "$W/reference.json" ] && [ -f "$W/profile.json" ]; then
+    step fractions 30 "$PY" "$ROOT/scripts/gpu/ref_fractions.py" "$W/reference.json" "$W/profile.json"
+    figures fractions '^(profile|note|skipped|H2D|D2H|saxpy|black_scholes|sgemm|empty)' 16
+  else
+    note fractions "skipped: needs reference.json and profile.json (missing: $( [ -f "$W/reference.json" ] || echo reference.json) $( [ -f "$W/profile.json" ] || echo profile.json))"
+  fi
+}
+
+stage_3_screener() {
+  step option_screener "$(pick 200 120 60)" "$BIN/option_screener" --n "$(pick 1e6 1e5 1e4)" \
+    --per-launch-cap "$(pick 20000 5000 1000)"
+  figures option_screener '^(way|[0-9][ab]?\. |all ways)' 10
+  step monte_carlo_pi "$(pick 150 120 60)" "$BIN/monte_carlo_pi" --samples "$(pick 1e9 1e7 1e6)" --paths "$(pick 1e8 1e6 1e5)"
+  figures monte_carlo_pi '^(cpu:|device:|same stream|cpu − device)' 10
+  step matmul_ladder "$(pick 240 120 60)" "$BIN/matmul_ladder" --n "$(pick 4096 256 128)" --naive-max "$(pick 512 128 64)"
+  figures matmul_ladder '^(rung|[0-9]\. )' 8
+}
+
+stage_4_sched() {
+  local tasks p maxp
+  tasks=$(pick 1e6 2e5 2e4)
+  maxp=$(nproc)
+  for p in 1 2 4 8 16; do
+    if [ "$p" -gt "$maxp" ] && [ "$SCALE" != full ]; then note "million_tasks-p$p" "skipped: $p procs > $maxp cores (dry run)"; continue; fi
+    step "million_tasks-p$p" 60 "$BIN/million_tasks" --tasks "$tasks" --procs "$p"
+    figures "million_tasks-p$p" '^million_tasks runtime=' 1
+  done
+  p=$(pick 16 "$maxp" "$maxp")
+  step "million_tasks-park-p$p" 90 "$BIN/million_tasks" --tasks "$tasks" --procs "$p" --park
+  figures "million_tasks-park-p$p" '^million_tasks runtime=' 1
+  step "million_tasks-tokio-p$p" 60 "$BIN/million_tasks" --tasks "$tasks" --procs "$p" --runtime tokio
+  figures "million_tasks-tokio-p$p" '^million_tasks runtime=' 1
+}
+
+stage_5_bench() {
+  local procs crit=()
+  procs=$(pick 16 "$(nproc)" "$(nproc)")
+  case $SCALE in
+    full) crit=(--bench --warm-up-time 1 --measurement-time 3) ;;
+    small) crit=(--bench --warm-up-time 0.2 --measurement-time 0.5) ;;
+    smallest) crit=() ;;  # criterion's test mode: every benchmark runs once
+  esac
+  step bench-scheduler 200 env BENCH_PROCS="$procs" "$BIN/bench-scheduler" "${crit[@]}"
+  figures bench-scheduler '(time:)' 12
+  step bench-offload 150 env BENCH_PROCS="$procs" "$BIN/bench-offload" "${crit[@]}"
+  figures bench-offload '(time:|thrpt:)' 12
+  if [ "$SCALE" = smallest ]; then
+    note bench-model "skipped at GMPRT_GPU_SCALE=smallest (it always runs a full calibration first)"
+  else
+    step bench-model 200 "$BIN/bench-model" "${crit[@]}"
+    figures bench-model '(worst|±|%)' 10
+  fi
+}
+
+run_stage() {
+  STAGE=$1
+  STAGE_T0=$SECONDS
+  FAILED=0
+  local parent
+  parent=$(mktemp -d "${TMPDIR:-/tmp}/gmprt-stage.XXXXXX")
+  W=$parent/$STAGE
+  mkdir -p "$W"
+  SUMMARY=$W/summary.txt
+  {
+    echo "stage $STAGE ($(date -u +%Y-%m-%dT%H:%M:%SZ)) scale=$SCALE GMPRT_DEVICE=$GMPRT_DEVICE GMPRT_REQUIRE_GPU=${GMPRT_REQUIRE_GPU:-unset}"
+    echo "device: $(device_line)"
+    echo "host: $(uname -n), $(nproc) cores; binaries $(sed -n 2p "$BIN/MANIFEST")"
+    echo "steps (name, rc, seconds; indented: key lines of its output):"
+  } > "$SUMMARY"
+  "stage_${STAGE//-/_}"
+  echo "stage $STAGE: $FAILED step(s) failed, $((SECONDS - STAGE_T0)) s" >> "$SUMMARY"
+  tar -C "$parent" -cf - "$STAGE" | xz -T0 -6 > "$OUT/$STAGE.tar.xz"
+  cp "$SUMMARY" "$OUT/$STAGE-summary.txt"
+  rm -rf "$parent"
+  echo "[$STAGE] done in $((SECONDS - STAGE_T0)) s, $FAILED failed: $OUT/$STAGE.tar.xz, $OUT/$STAGE-summary.txt" >&2
+  TOTAL_FAILED=$((TOTAL_FAILED + FAILED))
+}
+
+TOTAL_FAILED=0
+for s in "$@"; do run_stage "$s"; done
+[ "$TOTAL_FAILED" -eq 0 ] || { echo "run.sh: $TOTAL_FAILED step(s) failed (see the summaries)" >&2; exit 1; }
