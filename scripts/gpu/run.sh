@@ -97,6 +97,8 @@ PY
 fi
 LD_LIBRARY_PATH=$(IFS=:; echo "${lib_dirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export LD_LIBRARY_PATH
+# ncu (Nsight Compute) ships in the toolkit's bin/, which may not be on PATH.
+if [ -d /usr/local/cuda/bin ]; then PATH=$PATH:/usr/local/cuda/bin; export PATH; fi
 
 # --- binaries ------------------------------------------------------------------------------
 unpack() {
@@ -149,6 +151,14 @@ figures() {
   [ -f "$f" ] || return 0
   grep -E -- "$2" "$f" | head -n "$n" | cut -c1-170 | sed 's/^/    /' >> "$SUMMARY" || true
 }
+# crit_figures <name> [max lines]: criterion's "<id> time: [lo mid hi]" lines (an id too long
+# for one line is printed above its time: line; they are joined here).
+crit_figures() {
+  local f="$W/$1.txt" n=${2:-16}
+  [ -f "$f" ] || return 0
+  awk '/^[^ ]/ { id = $1 } /^ +time:/ { print id " " $0; next } /^[^ ].* time:/ { print }' "$f" |
+    tr -s ' ' | head -n "$n" | cut -c1-170 | sed 's/^/    /' >> "$SUMMARY" || true
+}
 # pick <full> <small> <smallest>: the value for this scale.
 pick() { case $SCALE in full) echo "$1" ;; small) echo "$2" ;; smallest) echo "$3" ;; esac; }
 
@@ -179,6 +189,10 @@ resolve_libs() {
 # --- stages --------------------------------------------------------------------------------
 stage_0_env() {
   {
+    echo "cpu: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1) ($(nproc) cores)"
+    resolve_libs | sed 's/^/lib /'
+  } >> "$SUMMARY"
+  {
     echo "== nvidia-smi -q"; if command -v nvidia-smi >/dev/null; then nvidia-smi -q || true; else echo "no nvidia-smi"; fi
     echo "== nvidia-smi topo"; if command -v nvidia-smi >/dev/null; then nvidia-smi topo -m || true; fi
   } > "$W/nvidia-smi.txt" 2>&1
@@ -206,17 +220,12 @@ except Exception as e:
     raise SystemExit(0)
 print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())
 print("device", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "-")'
+  figures torch '^(python|torch|device)'
   # Which device the offload layer picks (and why), with a run so small it costs nothing.
   step device-detect 60 "$BIN/monte_carlo_pi" --samples 1e4 --paths 1e3
+  figures device-detect '^(monte_carlo_pi: device|.*(CUDA|cuda|error))' 4
   cp "$BIN/MANIFEST" "$W/MANIFEST.txt"
   env | grep -E '^(GMPRT_|LD_LIBRARY_PATH|CUDA_)' | sort > "$W/env.txt" || true
-  {
-    echo "cpu: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1) ($(nproc) cores)"
-    echo "binaries: $(sed -n 2p "$BIN/MANIFEST")"
-    resolve_libs | sed 's/^/lib /'
-  } >> "$SUMMARY"
-  figures torch '^(python|torch|device)'
-  figures device-detect '(device|CUDA|cuda|rc=)' 6
 }
 
 stage_1_correct() {
@@ -290,14 +299,19 @@ stage_5_bench() {
     smallest) crit=() ;;  # criterion's test mode: every benchmark runs once
   esac
   step bench-scheduler 200 env BENCH_PROCS="$procs" "$BIN/bench-scheduler" "${crit[@]}"
-  figures bench-scheduler '(time:)' 12
+  crit_figures bench-scheduler 16
   step bench-offload 150 env BENCH_PROCS="$procs" "$BIN/bench-offload" "${crit[@]}"
-  figures bench-offload '(time:|thrpt:)' 12
+  crit_figures bench-offload 10
   if [ "$SCALE" = smallest ]; then
     note bench-model "skipped at GMPRT_GPU_SCALE=smallest (it always runs a full calibration first)"
   else
+    local saved=${TMPDIR:-/tmp}/gmprt-model-bench-profile.json
+    rm -f "$saved"
     step bench-model 200 "$BIN/bench-model" "${crit[@]}"
-    figures bench-model '(worst|±|%)' 10
+    figures bench-model '^(calibrated|kernel  |worst)' 4
+    crit_figures bench-model 6
+    # The bench's own full calibration (offload/benches/model.rs writes it there).
+    [ ! -f "$saved" ] || cp "$saved" "$W/bench-model-profile.json"
   fi
 }
 
