@@ -29,11 +29,11 @@ STAGES=(0-env 1-correct 2-calibrate 3-screener 4-sched 5-bench)
 # reasoning is in scripts/gpu/README.md.
 declare -A EXPECT=(
   [0-env]="~10 s: nvidia-smi -q, lscpu, library paths, torch version"
-  [1-correct]="~60-150 s: CUDA tests (GMPRT_REQUIRE_GPU=1) then every offload/kernels test binary"
-  [2-calibrate]="~150-300 s: PyTorch reference figures, explain --all --device cuda (calibration), ncu SpeedOfLight"
-  [3-screener]="~60-180 s: option_screener 1e6, monte_carlo_pi 1e9/1e8, matmul_ladder 4096"
-  [4-sched]="~60-120 s: million_tasks at procs 1 2 4 8 16, --park, tokio at 16"
-  [5-bench]="~200-400 s: criterion benches scheduler + offload (BENCH_PROCS=16), the model bench"
+  [1-correct]="~30-120 s: CUDA tests (GMPRT_REQUIRE_GPU=1) then every offload/kernels test binary"
+  [2-calibrate]="~120-300 s: PyTorch reference figures, explain --all --device cuda (calibration), ncu SpeedOfLight"
+  [3-screener]="~30-120 s: option_screener 1e6, monte_carlo_pi 1e9/1e8, matmul_ladder 4096"
+  [4-sched]="~10-20 s: million_tasks at procs 1 2 4 8 16, --park, tokio at 16"
+  [5-bench]="~250-450 s (capped at 540): criterion benches scheduler + offload (BENCH_PROCS=16), the model bench"
 )
 
 die() { echo "run.sh: error: $*" >&2; exit 1; }
