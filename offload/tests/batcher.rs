@@ -130,6 +130,30 @@ impl Wake for Flag {
     }
 }
 
+/// A waker that can be waited for (an event, not a sleep).
+#[derive(Default)]
+struct Woken {
+    woken: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Wake for Woken {
+    fn wake(self: Arc<Self>) {
+        *self.woken.lock().unwrap() = true;
+        self.cv.notify_all();
+    }
+}
+
+impl Woken {
+    /// Blocks until woken.
+    fn wait(&self) {
+        let mut w = self.woken.lock().unwrap();
+        while !*w {
+            w = self.cv.wait(w).unwrap();
+        }
+    }
+}
+
 fn poll_once<F: Future + Unpin>(f: &mut F, flag: &Arc<Flag>) -> Poll<F::Output> {
     let waker = Waker::from(flag.clone());
     Pin::new(f).poll(&mut Context::from_waker(&waker))
@@ -425,9 +449,19 @@ fn waiters_get_closed_at_shutdown() {
     gate.wait_entered(1);
     let second = b.submit(1);
     let mut third = b.submit(2);
-    assert!(poll_once(&mut third, &Arc::new(Flag::default())).is_pending());
-    b.shutdown();
+    let woken = Arc::new(Woken::default());
+    let waker = Waker::from(woken.clone());
+    assert!(Pin::new(&mut third).poll(&mut Context::from_waker(&waker)).is_pending());
+    // Shutdown waits for the batch held at the gate (it joins the workers): call it on another
+    // thread, and open the gate once it has closed the Batcher, which wakes the waiting submit.
+    let closer = {
+        let b = b.clone();
+        std::thread::spawn(move || b.shutdown())
+    };
+    woken.wait();
+    assert!(b.is_closed());
     gate.release(usize::MAX / 2);
+    closer.join().expect("shutdown");
     let rt = rt(1);
     assert_eq!(rt.block_on(third), Err(OffloadError::Closed), "never accepted");
     assert_eq!(rt.block_on(first), Ok(mix(0)));

@@ -70,7 +70,9 @@
 //!    woken after the lock is released).
 //! 3. *Run.* Outside any lock, the worker stages the items into the slot's staging buffer
 //!    ([`BatchKernel::stage`]), drops the items, and calls [`Slot::run`] once (H2D, one
-//!    launch, D2H).
+//!    launch, D2H). A batch placed on the CPU is staged into ordinary host memory instead
+//!    (per chunk on the Ps, or the worker's own buffers) and never touches the slot (see
+//!    [`Placement`]).
 //! 4. *Scatter.* Under the batch's own lock the worker writes each item's output
 //!    ([`BatchKernel::gather`]) or the batch's failure, records the timeline, sets `done`,
 //!    takes the registered wakers, and wakes them after unlocking. A [`Submit`] in the
@@ -113,6 +115,31 @@
 //! and run. A submit after shutdown, or one still waiting for room at shutdown, gets
 //! [`OffloadError::Closed`] — it was never accepted.
 //!
+//! # Shutdown waits for the workers
+//!
+//! [`Batcher::shutdown`] (and the drop of the last clone) then *joins* every slot worker: when
+//! it returns, each worker has run its last batch, dropped its [`Slot`] (pinned staging,
+//! device buffers, stream, handles: `cuMemFreeHost` and friends on CUDA) and its thread has
+//! exited — so one Batcher's teardown never overlaps whatever the caller does next (the next
+//! timed run). The wait is bounded by the work already accepted: the batches in flight plus
+//! the open batch, which shutdown closes at once; nothing new is accepted meanwhile.
+//!
+//! Where it is called from:
+//! * **a plain thread or `block_on`**: it blocks until the workers are joined;
+//! * **a task on an M**: the wait runs inside [`gmprt_runtime::syscall`], so the M hands its
+//!   P off for the duration (Go's `entersyscall`) and the runtime's other tasks — including
+//!   the chunks of a CPU-placed batch a worker is waiting for — keep running. Should the
+//!   runtime's thread cap refuse that hand-off ([`gmprt_runtime::ThreadLimit`]), shutdown
+//!   returns without waiting rather than risk blocking the P the workers may need (the
+//!   workers still exit on their own);
+//! * **a slot worker of any Batcher** (an item's `Drop`, a slot, a waker's task dropping the
+//!   last clone there): it does not wait at all. A thread cannot join itself, and two workers
+//!   waiting for each other's Batchers would deadlock; the workers exit on their own once
+//!   drained, and a later shutdown from another thread joins them.
+//!
+//! Concurrent shutdowns from several threads all return after the join (the first joins;
+//! the others wait for it).
+//!
 //! # Why no deadlock
 //!
 //! Lock order is `central` → one batch lock → the timeline log; workers never take
@@ -134,14 +161,18 @@ use crate::timeline::{BatchTimeline, BatcherStats, CloseReason, PlacementDecisio
 mod placement;
 mod run;
 mod submit;
+#[cfg(test)]
+mod tests;
 
 use parking_lot::{Condvar, Mutex};
 pub use placement::Placement;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 pub use submit::Submit;
 use submit::SubmitState;
@@ -156,6 +187,12 @@ pub const MAX_DELAY_LIMIT: Duration = Duration::from_secs(3600);
 pub const SLOT_WORDS_LIMIT: usize = 1 << 30;
 /// Result entries reserved up front per batch (a larger batch grows its entries by doubling).
 const ENTRIES_UP_FRONT: usize = 4096;
+
+thread_local! {
+    /// True on the slot worker threads of every Batcher: a shutdown called there does not
+    /// wait for workers (see "Shutdown waits for the workers" in the module docs).
+    static ON_SLOT_WORKER: Cell<bool> = const { Cell::new(false) };
+}
 
 /// How a [`Batcher`] forms batches and where it runs them.
 #[derive(Clone, Debug)]
@@ -300,6 +337,9 @@ struct Shared<K: BatchKernel> {
     log: Mutex<TimelineLog>,
     /// The runtime whose Ps run CPU-placed batches (see [`BatcherConfig::runtime`]).
     cpu_rt: Option<gmprt_runtime::Handle>,
+    /// The slot workers not joined yet. Held while joining, so a concurrent shutdown waits
+    /// for the join in progress; never locked by a worker.
+    workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
 struct Central<I, O> {
@@ -378,6 +418,18 @@ impl<K: BatchKernel> Batcher<K> {
     /// available; see "Memory" in the module docs), an allocation refused, or a thread that
     /// cannot start; the backend's error if a slot cannot be made.
     pub fn new(kernel: K, device: &Device, config: BatcherConfig) -> Result<Batcher<K>, OffloadError> {
+        Self::with_backend(kernel, device, device.backend(), config)
+    }
+
+    /// As [`Batcher::new`], with the slots (and the memory check) from `backend` instead of
+    /// `device`'s own; `device` still names the device in reports and timelines. For tests
+    /// that watch what the Batcher does with its slots.
+    pub(crate) fn with_backend(
+        kernel: K,
+        device: &Device,
+        backend: &dyn crate::Backend,
+        config: BatcherConfig,
+    ) -> Result<Batcher<K>, OffloadError> {
         config.validate()?;
         let (iw, ow) = (kernel.in_words(), kernel.out_words());
         if iw == 0 || ow == 0 {
@@ -421,7 +473,7 @@ impl<K: BatchKernel> Batcher<K> {
             OffloadError::Config(m) => OffloadError::Config(format!("{who}: {m}")),
             e => e,
         };
-        device.backend().check_memory(&need).map_err(context)?;
+        backend.check_memory(&need).map_err(context)?;
         let open_items = item_queue(config.max_batch).map_err(context)?;
         let mut spares = Vec::with_capacity(config.in_flight);
         for _ in 0..config.in_flight {
@@ -429,7 +481,7 @@ impl<K: BatchKernel> Batcher<K> {
         }
         let mut slots = Vec::with_capacity(config.in_flight);
         for index in 0..config.in_flight {
-            let slot = device.backend().new_slot(in_words, out_words).map_err(|e| match e {
+            let slot = backend.new_slot(in_words, out_words).map_err(|e| match e {
                 OffloadError::Config(m) => {
                     OffloadError::Config(format!("{who}: slot {index} of {}: {m}", config.in_flight))
                 }
@@ -458,16 +510,25 @@ impl<K: BatchKernel> Batcher<K> {
             rejected_invalid: AtomicU64::new(0),
             rejected_closed: AtomicU64::new(0),
             log: Mutex::new(TimelineLog::default()),
+            workers: Mutex::new(Vec::with_capacity(config.in_flight)),
         });
         let owner = Arc::new(Owner { shared: shared.clone() });
         for (index, (slot, spare)) in slots.into_iter().zip(spares).enumerate() {
             let s = shared.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("gmprt-batcher-{}-{index}", s.kernel.name()))
-                .spawn(move || s.worker(index, slot, spare));
-            if let Err(e) = spawned {
-                // Dropping `owner` shuts the already started workers down.
-                return Err(OffloadError::Config(format!("cannot start batcher worker thread {index}: {e}")));
+                .spawn(move || {
+                    ON_SLOT_WORKER.with(|w| w.set(true));
+                    s.worker(index, slot, spare);
+                });
+            match spawned {
+                Ok(handle) => shared.workers.lock().push(handle),
+                Err(e) => {
+                    // Dropping `owner` shuts the already started workers down and joins them.
+                    return Err(OffloadError::Config(format!(
+                        "cannot start batcher worker thread {index}: {e}"
+                    )));
+                }
             }
         }
         Ok(Batcher { owner })
@@ -525,7 +586,11 @@ impl<K: BatchKernel> Batcher<K> {
 
     /// Stops accepting items: later submits (and submits still waiting for room) get
     /// `Err(Closed)`; every accepted item still runs and gets its result (the open batch is
-    /// closed at once). Does not wait; idempotent. Dropping the last clone does the same.
+    /// closed at once). Then waits for the slot workers: on return every worker thread has
+    /// exited and every slot (with its buffers) is dropped — a wait bounded by the batches
+    /// already accepted. On a runtime M the wait hands the P off (`syscall`); on a slot
+    /// worker thread it does not wait (see "Shutdown waits for the workers" in the module
+    /// docs). Idempotent. Dropping the last clone does the same.
     pub fn shutdown(&self) {
         self.shared().shutdown();
     }
@@ -633,34 +698,59 @@ impl<K: BatchKernel> Shared<K> {
         (batch, index, first || full)
     }
 
+    /// Closes the Batcher (first call only), then joins the workers.
     fn shutdown(&self) {
-        let waiters: Vec<Waker> = {
+        let waiters: Option<Vec<Waker>> = {
             let mut c = self.central.lock();
             if c.closed {
-                return;
+                None
+            } else {
+                c.closed = true;
+                c.reserved = 0;
+                Some(c.waiters.drain(..).map(|(_, w)| w).collect())
             }
-            c.closed = true;
-            c.reserved = 0;
-            c.waiters.drain(..).map(|(_, w)| w).collect()
         };
-        self.work.notify_all();
-        for w in waiters {
-            w.wake();
+        if let Some(waiters) = waiters {
+            self.work.notify_all();
+            for w in waiters {
+                w.wake();
+            }
         }
+        self.join_workers();
+    }
+
+    /// Waits until every slot worker thread has exited (see "Shutdown waits for the workers"
+    /// in the module docs): not on a worker thread; on an M inside `syscall`, and not at all
+    /// if the runtime refuses that hand-off.
+    fn join_workers(&self) {
+        if ON_SLOT_WORKER.with(Cell::get) {
+            return;
+        }
+        let join = || {
+            // Held across the joins: a concurrent shutdown returns only after them too.
+            let mut workers = self.workers.lock();
+            for handle in workers.drain(..) {
+                // A worker catches the panics of kernels and items; one escaping anyway has
+                // already been reported by the panic hook, and shutdown must not re-raise it.
+                let _ = handle.join();
+            }
+        };
+        // Off an M `syscall` just runs `join`; the refusal hands `join` back unrun.
+        let _refused = gmprt_runtime::syscall(join);
     }
 
     /// Slot worker: takes batches until the Batcher is closed and drained. `spare` is the
     /// empty item `Vec` (capacity `max_batch`) it swaps with the open batch's.
     fn worker(&self, slot_index: usize, mut slot: Box<dyn Slot>, mut spare: Vec<K::Item>) {
         let mut wake: Vec<Waker> = Vec::new();
-        // Output buffer of CPU-placed batches (allocated at the first one).
-        let mut cpu_out: Vec<u32> = Vec::new();
+        // Host buffers of CPU-placed batches run on this thread (allocated at the first one).
+        let mut cpu = run::CpuBuffers::default();
         while let Some(taken) = self.take(&mut spare, &mut wake) {
             for w in wake.drain(..) {
                 w.wake();
             }
             self.busy.fetch_add(1, Ordering::Relaxed);
-            self.run(slot_index, &mut *slot, &mut spare, &mut cpu_out, taken, &mut wake);
+            self.run(slot_index, &mut *slot, &mut spare, &mut cpu, taken, &mut wake);
             self.busy.fetch_sub(1, Ordering::Relaxed);
             for w in wake.drain(..) {
                 w.wake();

@@ -20,7 +20,9 @@
 //! small batch of its own — [`stage`](crate::BatchKernel::stage) into chunk-local words,
 //! [`Job::run_host`](crate::Job::run_host), [`gather`](crate::BatchKernel::gather) — so any
 //! kernel splits without knowing it (the word layout stays the kernel's business). Without a
-//! runtime it runs `run_host` over the staged batch on the slot's worker thread (one core).
+//! runtime it runs `run_host` on the slot's worker thread (one core), over the batch staged
+//! into that thread's own host buffers. Either way the slot is not used: its input staging is
+//! write-combined pinned memory on CUDA, which the host must never read.
 //! The model's CPU prediction is taken at that P count. Nothing is copied to or from the
 //! device, and the device is not touched at all.
 //!

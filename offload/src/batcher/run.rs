@@ -20,7 +20,7 @@ impl<K: BatchKernel> Shared<K> {
         slot_index: usize,
         slot: &mut dyn Slot,
         items: &mut Vec<K::Item>,
-        cpu_out: &mut Vec<u32>,
+        cpu: &mut CpuBuffers,
         taken: Taken<K::Output>,
         wake: &mut Vec<Waker>,
     ) {
@@ -31,7 +31,10 @@ impl<K: BatchKernel> Shared<K> {
         let fail = |msg: String| OffloadError::Batch { batch: seq, kernel: kernel.name(), msg };
 
         // Where the batch runs is decided first: a batch for the Ps is staged chunk by chunk
-        // (inside `run_on_ps`), one for the device (or the worker thread) into the slot.
+        // (inside `run_on_ps`), one for the worker thread into the worker's own host buffers
+        // (`cpu`), and only one for the device into the slot. A CPU-placed batch never touches
+        // the slot: on CUDA its input staging is write-combined memory, which the host must
+        // only write (a host read of it is uncached, 10-50x slower than ordinary memory).
         let placed = self.place(n);
         let mut launched = false;
         let mut side = Side::Gpu;
@@ -70,9 +73,16 @@ impl<K: BatchKernel> Shared<K> {
                     }
                     _ => {
                         let t_stage = Instant::now();
-                        let staged = catch_unwind(AssertUnwindSafe(|| {
-                            kernel.stage(items, &mut slot.staging_in()[..in_words])
-                        }));
+                        let staged = match chose {
+                            Side::Gpu => catch_unwind(AssertUnwindSafe(|| {
+                                kernel.stage(items, &mut slot.staging_in()[..in_words])
+                            }))
+                            .map(Ok),
+                            Side::Cpu => catch_unwind(AssertUnwindSafe(|| {
+                                cpu.grow(kernel.name(), in_words, out_words)
+                                    .map(|()| kernel.stage(items, &mut cpu.input[..in_words]))
+                            })),
+                        };
                         // The items are not needed any more; dropping them here keeps the spare
                         // Vec's capacity for the next batch. A panicking Drop of an item is
                         // contained too (`clear` sets the length to 0 before dropping).
@@ -80,12 +90,11 @@ impl<K: BatchKernel> Shared<K> {
                         staging = t_stage.elapsed();
                         match staged {
                             Err(p) => Err(fail(format!("staging panicked: {}", panic_message(&*p)))),
-                            Ok(()) => {
+                            Ok(Err(msg)) => Err(fail(msg)),
+                            Ok(Ok(())) => {
                                 let ran = catch_unwind(AssertUnwindSafe(|| match chose {
                                     Side::Gpu => slot.run(kernel, n, in_words, out_words, Phases::ALL),
-                                    Side::Cpu => {
-                                        run_cpu(kernel, n, &slot.staging_in()[..in_words], cpu_out, out_words)
-                                    }
+                                    Side::Cpu => run_cpu(kernel, n, cpu, in_words, out_words),
                                 }));
                                 match ran {
                                     Ok(Ok(times)) => Ok(times),
@@ -114,7 +123,7 @@ impl<K: BatchKernel> Shared<K> {
                     None => {
                         let out = match side {
                             Side::Gpu => &slot.staging_out()[..out_words],
-                            Side::Cpu => &cpu_out[..out_words],
+                            Side::Cpu => &cpu.output[..out_words],
                         };
                         for (i, e) in entries.iter_mut().enumerate() {
                             e.output = Some(kernel.gather(n, out, i));
@@ -225,30 +234,45 @@ fn run_on_ps<K: BatchKernel>(
     Ok((outs, crate::PhaseTimes { kernel: kernel_time, ..Default::default() }))
 }
 
-/// Runs a CPU-placed batch: [`Job::run_host`](crate::Job::run_host) over the staged `input`
-/// on this (the worker's) thread into `out` (grown to `out_words` on first use), timed as
-/// the kernel phase.
+/// The worker thread's own input and output words for CPU-placed batches when the Batcher
+/// has no runtime: ordinary host memory, grown (fallibly) at the first such batch and reused.
+/// Never the slot's staging, which on CUDA is write-combined and must not be read by the host.
+#[derive(Default)]
+pub(super) struct CpuBuffers {
+    input: Vec<u32>,
+    output: Vec<u32>,
+}
+
+impl CpuBuffers {
+    /// Grows the buffers to at least `in_words` and `out_words`; `Err` naming the buffer when
+    /// the allocator refuses (the batch fails with it, never an abort).
+    fn grow(&mut self, kernel: &str, in_words: usize, out_words: usize) -> Result<(), String> {
+        for (buf, words, what) in
+            [(&mut self.input, in_words, "input"), (&mut self.output, out_words, "output")]
+        {
+            if buf.len() < words {
+                buf.try_reserve_exact(words - buf.len()).map_err(|e| {
+                    format!("cannot allocate the CPU {what} buffer of {words} words for {kernel} ({e})")
+                })?;
+                buf.resize(words, 0);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs a CPU-placed batch: [`Job::run_host`](crate::Job::run_host) over the staged words in
+/// `cpu` (grown by the caller) on this (the worker's) thread, timed as the kernel phase.
 fn run_cpu<K: BatchKernel>(
     kernel: &K,
     n: usize,
-    input: &[u32],
-    out: &mut Vec<u32>,
+    cpu: &mut CpuBuffers,
+    in_words: usize,
     out_words: usize,
 ) -> Result<crate::PhaseTimes, OffloadError> {
-    if out.len() < out_words {
-        // Fallible: a refused allocation fails this batch with a message, never an abort.
-        out.try_reserve_exact(out_words - out.len()).map_err(|e| OffloadError::Batch {
-            batch: 0,
-            kernel: kernel.name(),
-            msg: format!("cannot allocate the CPU output buffer of {out_words} words ({e})"),
-        })?;
-        out.resize(out_words, 0);
-    }
     let t = Instant::now();
-    kernel.run_host(n, input, &mut out[..out_words]).map_err(|msg| OffloadError::Batch {
-        batch: 0,
-        kernel: kernel.name(),
-        msg,
-    })?;
+    kernel
+        .run_host(n, &cpu.input[..in_words], &mut cpu.output[..out_words])
+        .map_err(|msg| OffloadError::Batch { batch: 0, kernel: kernel.name(), msg })?;
     Ok(crate::PhaseTimes { kernel: t.elapsed(), ..Default::default() })
 }
