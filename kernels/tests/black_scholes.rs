@@ -2,7 +2,8 @@
 //! edges (T = 0 and T → 0, tiny σ, deep in/out of the money, rates ±1), plus the word layout,
 //! the limits and validation.
 //!
-//! Tolerances are derived from the error model in the `black_scholes` and `math` module docs
+//! Tolerances come from `black_scholes::tolerance` (shared with the CUDA tests and the
+//! examples), derived from the error model in the `black_scholes` and `math` module docs
 //! (ε = 2⁻²⁴, half an f32 ulp):
 //! * Φ: 2.5e-7 absolute; φ: 2.5e-7 relative; exp/ln: ~2ε; each f32 operation: ε.
 //! * d1 = num/(σ√T) with num = ln(S/K) + (r + σ²/2)T carries an absolute error of at most
@@ -14,67 +15,19 @@
 //!   (S·φ(d1) = K·e^(−rT)·φ(d2)), so its tolerance is the Φ error and roundings only.
 //!
 //! Independently of the model, every price must also be within 1e-5·max(1, S, K).
+use gmprt_kernels::black_scholes::tolerance::{tolerance, CPU_MATH, OUTPUT_NAMES as NAMES};
 use gmprt_kernels::black_scholes::{
     gather_words, price_greeks_isa, price_greeks_words, price_one, reference, stage_words, synthetic_chain,
     validate, validate_batch, BsBatch, BsResults, Contract, Greeks, Greeks64, OptionKind, IN_WORDS,
     OUT_WORDS,
 };
-use gmprt_kernels::math::norm_pdf_f64;
 use gmprt_kernels::Isa;
 use proptest::prelude::*;
 
-const EPS: f64 = 5.960_464_477_539_063e-8; // 2⁻²⁴
-const CDF_ABS: f64 = 2.5e-7;
-const PDF_REL: f64 = 2.5e-7;
-
-/// Per-Greek absolute tolerances for contract `c` (see the file docs).
+/// Per-Greek absolute tolerances for contract `c`: the shared error model
+/// (`black_scholes::tolerance`, described in the file docs), for the CPU's math functions.
 fn tolerances(c: &Contract) -> Greeks64 {
-    let (s, k, t, r, v) = (c.spot as f64, c.strike as f64, c.t as f64, c.rate as f64, c.vol as f64);
-    let sv = v * t.sqrt();
-    let kd = k * (-r * t).exp();
-    let ln_sk = (s / k).ln();
-    let num = ln_sk + (r + 0.5 * v * v) * t;
-    let refg = reference(c);
-    let size = s.max(kd);
-    // Rounding allowance for the final sums.
-    let round = 16.0 * EPS;
-    if sv == 0.0 {
-        // T = 0: Φ is a step; only when S/K is within rounding of 1 can f32 see the other side.
-        let at_kink = ln_sk.abs() <= 4.0 * EPS;
-        let step = if at_kink { 0.5 } else { 0.0 };
-        return Greeks64 {
-            price: round * size + step * (s - kd).abs(),
-            delta: CDF_ABS + step,
-            gamma: 0.0,
-            vega: 0.0,
-            theta: round * r.abs() * kd + step * r.abs() * kd,
-            rho: 0.0,
-        };
-    }
-    let d1 = num / sv;
-    let d2 = d1 - sv;
-    let dd1 = 8.0 * EPS * (1.0 + ln_sk.abs() + r.abs() * t + v * v * t) / sv + 8.0 * EPS * d1.abs();
-    let dd2 = dd1 + 4.0 * EPS * (d2.abs() + sv);
-    let pdf1 = norm_pdf_f64(d1);
-    let pdf2 = norm_pdf_f64(d2);
-    // Error of Φ(±d2) and of the relative error of φ(d1) (the kernel's d vs the true d).
-    let dn1 = CDF_ABS + pdf1 * dd1;
-    let dn2 = CDF_ABS + pdf2 * dd2;
-    let dpdf_rel = PDF_REL + d1.abs() * dd1 + 4.0 * EPS;
-    let n2 = (refg.rho / (t * kd)).abs().min(1.0); // Φ(±d2) as the reference has it
-    let diffusion = s * pdf1 * v / (2.0 * t.sqrt());
-    Greeks64 {
-        // The d1 errors cancel to first order; what is left is second order in dd1 plus Φ's own error.
-        price: CDF_ABS * (s + kd)
-            + round * size
-            + s * pdf1 * (dd2 - dd1)
-            + 0.5 * s * pdf1 * d1.abs() * dd1 * dd1,
-        delta: dn1 + round,
-        gamma: refg.gamma.abs() * (dpdf_rel + round),
-        vega: refg.vega.abs() * (dpdf_rel + round),
-        theta: diffusion * (dpdf_rel + round) + r.abs() * kd * (dn2 + round * n2) + round * refg.theta.abs(),
-        rho: t * kd * (dn2 + round * n2),
-    }
+    tolerance(c, &CPU_MATH)
 }
 
 fn as_arr(g: Greeks) -> [f64; 6] {
@@ -83,7 +36,6 @@ fn as_arr(g: Greeks) -> [f64; 6] {
 fn as_arr64(g: Greeks64) -> [f64; 6] {
     [g.price, g.delta, g.gamma, g.vega, g.theta, g.rho]
 }
-const NAMES: [&str; 6] = ["price", "delta", "gamma", "vega", "theta", "rho"];
 
 /// Checks one kernel result against the reference; returns a description of the first miss.
 fn check(c: &Contract, got: Greeks) -> Result<(), String> {
@@ -95,9 +47,10 @@ fn check(c: &Contract, got: Greeks) -> Result<(), String> {
             return Err(format!("{c:?}: {} = {} is not finite", NAMES[i], got[i]));
         }
         let err = (got[i] - want[i]).abs();
-        // 1e-30 absolute: the kernel flushes φ (hence gamma, vega, theta's diffusion term) to 0
+        // The tolerance includes 1e-30 absolute (`FLUSH_FLOOR`): the kernel flushes φ (hence
+        // gamma, vega, theta's diffusion term) to 0
         // once it falls below f32's normal range (~1e-38), where the f64 reference does not.
-        if err > tol[i] + 1e-30 {
+        if err > tol[i] {
             return Err(format!(
                 "{c:?}: {} = {:e}, reference {:e}, error {:e} > tolerance {:e}",
                 NAMES[i], got[i], want[i], err, tol[i]

@@ -24,11 +24,12 @@
 //! (∂price/∂d1 = 0 at fixed inputs, since S·φ(d1) = K·D·φ(d2)), so its error is a few ulps of
 //! max(S, K); the Greeks inherit the rounding of d1 (a few ulps of
 //! (|ln(S/K)| + |r + σ²/2|·T)/(σ√T)) times their sensitivity to d1, which grows as σ√T → 0 at
-//! the money — the tests derive their tolerances from exactly this.
+//! the money — [`tolerance`] derives per-output tolerances from exactly this.
 use crate::math::norm_cdf_f64;
 use crate::{InvalidInput, Isa, KernelError};
 
 pub mod simd;
+pub mod tolerance;
 
 /// Input words per contract in the word layout.
 pub const IN_WORDS: usize = 6;
