@@ -36,7 +36,7 @@
 //! --nocapture`. Filters, `--exact`, `--skip`, `--list`, `--ignored` and `--test-threads` work as
 //! with the built-in harness; libtest-mimic never captures output, so `--nocapture` is
 //! accepted and changes nothing (test output always shows).
-use gmprt_kernels::black_scholes::{self, Contract, OptionKind, IN_WORDS, OUT_WORDS};
+use gmprt_kernels::black_scholes::{self, tolerance, Contract, OptionKind, IN_WORDS, OUT_WORDS};
 use gmprt_kernels::cuda::{CudaSource, ALL, CALIB, FN_COPY, FN_EMPTY};
 use gmprt_offload::backend::{Backend, Job, Phases};
 use gmprt_offload::cuda::{self, nvrtc, CudaBackend, LaunchCtx};
@@ -509,38 +509,30 @@ fn black_scholes_matches_cpu_and_f64_reference(b: &CudaBackend) {
     let mut cpu = vec![0u32; n * OUT_WORDS];
     black_scholes::price_greeks_words(n, &input, &mut cpu).expect("cpu");
 
-    let names = ["price", "delta", "gamma", "vega", "theta", "rho"];
+    // Per contract and output, the shared error model (`black_scholes::tolerance`, as the
+    // kernel tests and option_screener use): the GPU against the f64 reference within the
+    // bound for CUDA's math functions, and against the CPU kernel within the sum of both bounds.
+    let names = tolerance::OUTPUT_NAMES;
     let mut worst = [0f64; 6]; // largest error / tolerance, per Greek, vs the reference
     let mut worst_cpu = [0f64; 6];
     let mut failures = Vec::new();
     for (i, c) in chain.iter().enumerate() {
-        let g = black_scholes::gather_words(n, &gpu, i);
-        let h = black_scholes::gather_words(n, &cpu, i);
-        let r = black_scholes::reference(c);
-        let (s, k, t, rate, v) = (c.spot as f64, c.strike as f64, c.t as f64, c.rate as f64, c.vol as f64);
-        let sv = (v * t.sqrt()).max(1e-12);
-        // Absolute scale of each output (its size for an at-the-money contract); the
-        // tolerance is 1e-4 relative plus 2e-5 of that scale, so prices and Greeks near 0
-        // are judged against the contract's natural size, not against their own tiny value.
-        let scale = [
-            s.max(k),
-            1.0,
-            0.4 / (s * sv),
-            0.4 * s * t.sqrt(),
-            0.4 * s * v * v / (2.0 * sv) + rate.abs() * k,
-            k * t,
-        ];
-        let gv = [g.price, g.delta, g.gamma, g.vega, g.theta, g.rho];
-        let hv = [h.price, h.delta, h.gamma, h.vega, h.theta, h.rho];
-        let rv = [r.price, r.delta, r.gamma, r.vega, r.theta, r.rho];
+        let gv = black_scholes::gather_words(n, &gpu, i).to_array64();
+        let hv = black_scholes::gather_words(n, &cpu, i).to_array64();
+        let rv = black_scholes::reference(c).to_array();
+        let tol_ref = tolerance::tolerance(c, &tolerance::CUDA_MATH).to_array();
+        let tol_cpu =
+            tolerance::agreement_tolerance(c, &tolerance::CUDA_MATH, &tolerance::CPU_MATH).to_array();
         for j in 0..6 {
-            let tol = 1e-4 * rv[j].abs() + 2e-5 * scale[j];
-            let e_ref = (gv[j] as f64 - rv[j]).abs() / tol;
-            let e_cpu = (gv[j] as f64 - hv[j] as f64).abs() / tol;
+            let e_ref = (gv[j] - rv[j]).abs() / tol_ref[j];
+            let e_cpu = (gv[j] - hv[j]).abs() / tol_cpu[j];
             worst[j] = worst[j].max(e_ref);
             worst_cpu[j] = worst_cpu[j].max(e_cpu);
             if !(e_ref <= 1.0 && e_cpu <= 1.0) && failures.len() < 10 {
-                failures.push(format!("#{i} {c:?}: {} gpu {} cpu {} ref {}", names[j], gv[j], hv[j], rv[j]));
+                failures.push(format!(
+                    "#{i} {c:?}: {} gpu {} cpu {} ref {} (tolerance {:e} vs ref, {:e} vs cpu)",
+                    names[j], gv[j], hv[j], rv[j], tol_ref[j], tol_cpu[j]
+                ));
             }
         }
     }
