@@ -75,6 +75,11 @@ pub trait Backend: Send + Sync {
 /// One stream plus its reusable buffers. Owned by one thread at a time.
 pub trait Slot: Send {
     /// Pinned (on CUDA) input staging; the first `in_words` of a run are uploaded.
+    ///
+    /// Write-only for the host: on CUDA it is write-combined memory, whose host reads are
+    /// uncached (10-50x slower than ordinary memory). Fill it and upload it; never read it
+    /// back, and never compute on the CPU from it (the Batcher stages a CPU-placed batch into
+    /// ordinary host memory instead).
     fn staging_in(&mut self) -> &mut [u32];
     /// Output staging; valid after a run with `d2h`.
     fn staging_out(&self) -> &[u32];
