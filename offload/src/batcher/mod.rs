@@ -140,6 +140,11 @@
 //! Concurrent shutdowns from several threads all return after the join (the first joins;
 //! the others wait for it).
 //!
+//! Known limit: a runtime being dropped drops its queued tasks one by one; if one of them
+//! holds the last clone while a CPU-placed batch runs on that runtime's Ps, the join waits
+//! for chunks whose helper tasks may still sit in a queue not yet drained. Shut a Batcher
+//! down (or drop it) before the runtime that runs its CPU batches.
+//!
 //! # Why no deadlock
 //!
 //! Lock order is `central` → one batch lock → the timeline log; workers never take
