@@ -14,7 +14,12 @@
 //!      ([`CpuKernels`]), for every P count of the profile.
 //!
 //!    Then the worst error per column from n ≥ 10k: the target is ±25%.
-//! 3. criterion times `CostModel::predict` and `CostModel::crossover` — the price of one
+//! 3. The pipeline (`CostModel::predict_pipeline`) for Black-Scholes and SAXPY at
+//!    [`PIPE_ITEMS`]: [`PIPE_BATCHES`] batches through 1 and 2 slots, each slot on its own
+//!    thread (as a Batcher's slot workers), each batch staged into the slot (host staging,
+//!    which the model assumes free) and run H2D + kernel + D2H; measured wall time per batch
+//!    against `latency` (1 slot) and `per_batch` (2 slots), with what bounds the latter.
+//! 4. criterion times `CostModel::predict` and `CostModel::crossover` — the price of one
 //!    `Placement::Auto` decision per batch.
 //!
 //! Run: `cargo bench -p gmprt-offload --bench model` (about a minute on the 2-core VM).
@@ -24,7 +29,7 @@ use gmprt_offload::model::{calibrate, mc_contract, CalibrateOptions, CostModel, 
 use gmprt_offload::{BlackScholes, Device, Job, Phases, Saxpy};
 use gmprt_runtime::Runtime;
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Runs per measured point (odd: the median is a sample).
 const REPS: usize = 11;
@@ -33,6 +38,39 @@ const REPS: usize = 11;
 const ITEMS: [usize; 6] = [10_000, 30_000, 100_000, 300_000, 1_000_000, 3_000_000];
 /// SGEMM matrix sides of the table (between the calibration's sides).
 const SIDES: [usize; 4] = [80, 160, 320, 640];
+
+/// Item sizes of the pipeline table.
+const PIPE_ITEMS: [usize; 3] = [30_000, 300_000, 3_000_000];
+/// Batches per pipeline measurement.
+const PIPE_BATCHES: usize = 16;
+
+/// Wall seconds per batch of [`PIPE_BATCHES`] batches of `job` over `n` items through `slots`
+/// slots of `dev`, one thread per slot (batches dealt round-robin), each batch staged from
+/// `input` into the slot and run with every phase.
+fn pipeline_per_batch<J: Job>(
+    dev: &Device,
+    job: &J,
+    n: usize,
+    input: &[u32],
+    ow: usize,
+    slots: usize,
+) -> f64 {
+    let iw = input.len();
+    let mut ss: Vec<_> = (0..slots).map(|_| dev.backend().new_slot(iw, ow).expect("slot")).collect();
+    let batch = |s: &mut Box<dyn gmprt_offload::Slot>| {
+        s.staging_in()[..iw].copy_from_slice(input);
+        s.run(job, n, iw, ow, Phases::ALL).expect("run");
+    };
+    ss.iter_mut().for_each(batch); // warm-up: each slot once
+    let t = Instant::now();
+    std::thread::scope(|sc| {
+        for (i, s) in ss.iter_mut().enumerate() {
+            let per = PIPE_BATCHES / slots + usize::from(i < PIPE_BATCHES % slots);
+            sc.spawn(move || (0..per).for_each(|_| batch(s)));
+        }
+    });
+    t.elapsed().as_secs_f64() / PIPE_BATCHES as f64
+}
 
 /// Median of `REPS` calls of `f` (seconds), after one warm-up call.
 fn median(mut f: impl FnMut() -> f64) -> f64 {
@@ -167,10 +205,53 @@ fn bench(c: &mut Criterion) {
     }
     println!("{summary}\n");
 
+    // The pipeline: one batch's latency (1 slot) and the steady state with 2 slots.
+    println!(
+        "{:<14} {:>9}  {:>22}  {:>22}  bound by (2 slots)\n{:<26}{}",
+        "pipeline",
+        "n",
+        "1 slot: latency",
+        "2 slots: per batch",
+        "",
+        "  predicted measured err".repeat(2)
+    );
+    let mut pipe_worst = [0f64; 2];
+    for k in ["black_scholes", "saxpy"] {
+        for &n in &PIPE_ITEMS {
+            let (words, ow) = if k == "saxpy" {
+                ((0..2 * n).map(|i| (i as f32 * 1e-3).to_bits()).collect::<Vec<u32>>(), n)
+            } else {
+                let mut w = vec![0u32; 6 * n];
+                black_scholes::stage_words(&black_scholes::synthetic_chain(n, 3), &mut w);
+                (w, 6 * n)
+            };
+            let measure = |slots| {
+                if k == "saxpy" {
+                    pipeline_per_batch(&dev, &Saxpy { a: 2.0 }, n, &words, ow, slots)
+                } else {
+                    pipeline_per_batch(&dev, &BlackScholes, n, &words, ow, slots)
+                }
+            };
+            let one = model.predict_pipeline(k, n as f64, 1, Residency::Host).unwrap();
+            let two = model.predict_pipeline(k, n as f64, 2, Residency::Host).unwrap();
+            let mut line = format!("{k:<14} {n:>9}");
+            line += &cell(one.latency, measure(1), &mut pipe_worst[0]);
+            line += &cell(two.per_batch, measure(2), &mut pipe_worst[1]);
+            println!("{line}  {}", two.bound_by);
+        }
+    }
+    println!(
+        "{:<24}  {:>21.1}%  {:>21.1}%   (host staging in the measurement, not in the model)\n",
+        "worst |error|", pipe_worst[0], pipe_worst[1]
+    );
+
     let mut group = c.benchmark_group("model");
     group.measurement_time(Duration::from_secs(2)).warm_up_time(Duration::from_millis(300));
     group.bench_function("predict/black_scholes/65536", |b| {
         b.iter(|| model.predict("black_scholes", black_box(65536.0), Residency::Host, 0.0).unwrap())
+    });
+    group.bench_function("predict_pipeline/black_scholes/65536/2", |b| {
+        b.iter(|| model.predict_pipeline("black_scholes", black_box(65536.0), 2, Residency::Host).unwrap())
     });
     group.bench_function("crossover/black_scholes/device", |b| {
         b.iter(|| model.crossover(black_box("black_scholes"), Residency::Device).unwrap())
