@@ -1,5 +1,6 @@
 //! Why a kernel runs where it runs: the cost model's per-phase breakdown of one batch (queue
-//! wait, launch, H2D, kernel, D2H, GPU total; the CPU time on each P count), the verdict in
+//! wait, launch, H2D, kernel, D2H, GPU total; the CPU time on each P count), the steady-state
+//! time per batch with 1 and 2 slots in flight (`CostModel::predict_pipeline`), the verdict in
 //! plain words, the crossover batch size n* for host-resident and device-resident data, and an
 //! SVG plot of time against batch size (log-log) with n* marked.
 //!
@@ -302,6 +303,12 @@ fn explain(model: &CostModel, k: &Kernel, n: usize, resident: bool, out: &Path) 
     println!();
     println!("{}: n = {n} {unit}, {} [{t}]", k.flag, residency_name(chosen));
     print_breakdown(&b, &t);
+    // A stream of batches: with 2+ slots in flight copies overlap kernels (the model's pipeline).
+    for in_flight in [1, 2] {
+        let pl = model.predict_pipeline(k.name, n as f64, in_flight, chosen).map_err(|e| e.to_string())?;
+        let what = format!("per batch, {in_flight} in flight");
+        println!("  {what:<22} {:>12}   [{t}] (bound by {})", secs(pl.per_batch), pl.bound_by);
+    }
     // The model's own words (the breakdown sentence, the CPU times, the verdict); the
     // crossovers for both residencies follow.
     for line in model.explain(&b).lines().filter(|l| !l.starts_with("Crossover")) {
