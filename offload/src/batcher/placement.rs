@@ -67,16 +67,25 @@ pub(super) fn check_model(model: &CostModel, kernel: &str) -> Result<(), Offload
 }
 
 /// The model's decision for a batch of `n` of `kernel` when a CPU batch would run on `procs`
-/// Ps: the faster side (ties go to the device) with the predicted device and CPU times.
+/// Ps and the device has `in_flight` slots: the faster side (ties go to the device) with the
+/// predicted device latency and CPU time.
+///
+/// The device side is judged by its steady-state time per batch with `in_flight` slots
+/// ([`CostModel::predict_pipeline`]): a Batcher under load keeps its slots busy, so one
+/// batch's copies overlap another's kernel, and what a batch costs the stream is the
+/// pipeline's time per batch, not its latency (the same with one slot). The device time
+/// returned (and logged) is still the batch's latency, which is what its measured phases
+/// (H2D + kernel + D2H) are compared with.
 pub(super) fn decide(
     model: &CostModel,
     kernel: &str,
     n: usize,
     procs: usize,
+    in_flight: usize,
 ) -> Result<(Side, Duration, Duration), OffloadError> {
     let name = profile_kernel_name(kernel);
-    let gpu = model.predict(name, n as f64, Residency::Host, 0.0)?.gpu_total;
+    let pipe = model.predict_pipeline(name, n as f64, in_flight.max(1), Residency::Host)?;
     let cpu = model.cpu_time(name, n as f64, procs)?;
-    let side = if cpu < gpu { Side::Cpu } else { Side::Gpu };
-    Ok((side, secs(gpu), secs(cpu)))
+    let side = if cpu < pipe.per_batch { Side::Cpu } else { Side::Gpu };
+    Ok((side, secs(pipe.latency), secs(cpu)))
 }
