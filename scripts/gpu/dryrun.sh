@@ -95,5 +95,9 @@ for s in "${stages[@]}"; do
   printf '  %-12s %4ss  rc=%s  %s\n' "$s" "${took[$s]}" "${rcs[$s]}" "$(cd "$base/out/$s" && find . -type f -printf '%f(%s B) ' | sort)"
 done
 echo "total $((SECONDS - T0)) s"
-[ "$bad" -eq 0 ] || die "$bad stage(s) failed or would not come back (above)"
+if [ "$bad" -gt 0 ]; then
+  echo "failed steps:" >&2
+  grep -H -E '^[A-Za-z0-9._-]+ +rc=[1-9]' "$base"/out/*/*-summary.txt >&2 || true
+  die "$bad stage(s) failed or would not come back (above)"
+fi
 echo "dry run passed"
