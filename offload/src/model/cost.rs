@@ -27,14 +27,19 @@
 //! * the busiest engine: H2D (one copy engine per direction), the kernel phase (launch
 //!   overhead + kernel: kernels of different slots take turns on the device), D2H.
 //!
-//! With one slot that is the latency; with two or more, about the largest phase. Assumed:
+//! With one slot that is the latency; with two or more, about the largest phase. The
+//! [`Verdict`] and [`CostModel::crossover`] are for one batch (latency); [`CostModel::explain`]
+//! also says which side wins a stream of batches, and the Batcher's `Placement::Auto` judges
+//! the device by its time per batch with the Batcher's `in_flight`. Assumed:
 //! each direction of copy and the kernels are each one engine that batches take turns on (a
 //! GPU with a copy engine per direction; the simulated device paces its engines that way),
 //! the launch overhead is counted on the kernel engine (an overestimate by at most
 //! `launch_sync − launch_enqueue` per batch), and the host-side staging of items into the
 //! slot and the scatter of results — not in any profile — cost nothing next to the phases
 //! (they run on the slot's worker thread, so they lengthen the slot cycle only; a Batcher's
-//! timelines record the staging it measured).
+//! timelines record the staging it measured). On the Host device the "engines" are the same
+//! CPU cores (and memory bandwidth) the slots share, so there the prediction is a GPU's
+//! shape, not the Host's: the model bench's pipeline table shows the gap.
 use super::profile::{DeviceProfile, KernelProfile, Size};
 use crate::error::OffloadError;
 
@@ -110,7 +115,7 @@ impl std::fmt::Display for Bound {
     /// `the slots`, `H2D`, `the kernel`, `D2H`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Bound::Slots => "the slots (too few in flight to overlap the phases)",
+            Bound::Slots => "the slots (each runs its batches' phases in turn)",
             Bound::H2d => "H2D",
             Bound::Kernel => "the kernel",
             Bound::D2h => "D2H",
@@ -401,6 +406,25 @@ impl CostModel {
                 out += &self.explain_pipeline(&p);
                 out.push('\n');
             }
+        }
+        // The verdict above is for one batch; a stream of them is judged by the time per batch.
+        let best = b.cpu.iter().copied().min_by(|x, y| x.1.total_cmp(&y.1));
+        if let (Ok(p), Some((procs, cpu))) = (self.predict_pipeline(&b.kernel, b.n, 2, b.residency), best) {
+            out += &if p.per_batch <= cpu {
+                format!(
+                    "Streaming (2 in flight): GPU, {} per batch against {} on {}.\n",
+                    secs(p.per_batch),
+                    secs(cpu),
+                    ps(procs)
+                )
+            } else {
+                format!(
+                    "Streaming (2 in flight): CPU on {}, {} per batch against the GPU's {}.\n",
+                    ps(procs),
+                    secs(cpu),
+                    secs(p.per_batch)
+                )
+            };
         }
         out += &match self.crossover(&b.kernel, b.residency) {
             Ok(Crossover::At { n }) => format!("Crossover: the GPU wins from n = {n:.0} on."),
