@@ -3,9 +3,9 @@
 //!
 //! Deterministic on a loaded machine: the simulated device records what it paced each phase
 //! *to* (`SimBackend::pacings`), and those targets must equal the model's phases exactly; the
-//! only wall-clock assertions are lower bounds physics guarantees (a paced phase never ends
-//! early, and the simulated engines are taken in turn, so a run of batches cannot take less
-//! than the busiest engine's total nor less than the slots' total over `in_flight`).
+//! only check on a measured time is that a paced phase never ends before its own target. How
+//! long a run of batches takes against the predicted time per batch is a figure, not a test:
+//! `GMPRT_DEVICE=simulated cargo bench -p gmprt-offload --bench model` (its pipeline table).
 use gmprt_offload::model::{
     Bound, CostModel, CpuFit, DeviceProfile, KernelProfile, LinFit, ProfileSource, Residency, Size,
     TransferProfile,
@@ -13,7 +13,7 @@ use gmprt_offload::model::{
 use gmprt_offload::runtime::{spawn, Runtime};
 use gmprt_offload::sim::Pacing;
 use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// H2D 0.5 ms + 1 ns/B, D2H 0.3 ms + 1 ns/B, launch 20 µs on the kernel clock and 100 µs
 /// launch + sync, SAXPY 20 µs + 4 µs per element: a batch of 256 has H2D 0.50 ms, kernel
@@ -129,7 +129,7 @@ fn published_black_scholes_streams_at_the_pcie_rate() {
 
 /// Runs `items` SAXPY items through a Batcher of `in_flight` slots (batches of up to 256) on a
 /// simulated device; returns the pacing record and the wall time of the whole run.
-fn run(in_flight: usize, items: usize) -> (Vec<Pacing>, Duration) {
+fn run(in_flight: usize, items: usize) -> Vec<Pacing> {
     let rt = Runtime::builder().procs(2).build().unwrap();
     let d = Device::simulated(profile());
     let cfg = BatcherConfig {
@@ -140,7 +140,6 @@ fn run(in_flight: usize, items: usize) -> (Vec<Pacing>, Duration) {
     };
     let b = Batcher::new(Saxpy { a: 2.0 }, &d, cfg).unwrap();
     let b2 = b.clone();
-    let t = Instant::now();
     let ys: Vec<f32> = rt.block_on(async move {
         let hs: Vec<_> = (0..items)
             .map(|i| {
@@ -154,13 +153,12 @@ fn run(in_flight: usize, items: usize) -> (Vec<Pacing>, Duration) {
         }
         ys
     });
-    let wall = t.elapsed();
     for (i, y) in ys.iter().enumerate() {
         assert_eq!(*y, 2.0 * i as f32 + 1.0);
     }
     let runs = d.sim_backend().unwrap().pacings();
     assert_eq!(runs.iter().map(|p| p.n).sum::<usize>(), items, "every item in one paced run");
-    (runs, wall)
+    runs
 }
 
 #[test]
@@ -168,8 +166,7 @@ fn simulated_batcher_paces_the_pipeline_the_model_predicts() {
     let m = CostModel::new(profile());
     let items = 4096;
     for in_flight in [1, 2] {
-        let (runs, wall) = run(in_flight, items);
-        let (mut sum_h2d, mut sum_kernel, mut sum_d2h) = (0.0, 0.0, 0.0);
+        let runs = run(in_flight, items);
         for p in &runs {
             // Each run was paced to exactly the model's phases for its size.
             let pl = m.predict_pipeline("saxpy", p.n as f64, in_flight, Residency::Host).unwrap();
@@ -186,30 +183,15 @@ fn simulated_batcher_paces_the_pipeline_the_model_predicts() {
             for (got, target) in [(p.measured.h2d, p.target.h2d), (p.measured.kernel, p.target.kernel)] {
                 assert!(got >= target, "a paced phase ended early: {p:?}");
             }
-            sum_h2d += t[0];
-            sum_kernel += t[1];
-            sum_d2h += t[2];
         }
-        // Physics: each engine serves one batch at a time, and each slot one phase at a time.
-        let floor = [sum_h2d, sum_kernel, sum_d2h]
-            .into_iter()
-            .fold((sum_h2d + sum_kernel + sum_d2h) / in_flight as f64, f64::max);
-        assert!(
-            wall.as_secs_f64() >= floor,
-            "in_flight {in_flight}: {} batches took {wall:?}, below the pipeline's floor {floor} s",
-            runs.len()
-        );
         // Full batches of 256: the model's prediction for the run is (batches) × per_batch.
         let full = runs.iter().filter(|p| p.n == 256).count();
         let pl = m.predict_pipeline("saxpy", 256.0, in_flight, Residency::Host).unwrap();
         let want = if in_flight == 1 { Bound::Slots } else { Bound::Kernel };
         assert_eq!(pl.bound_by, want, "{pl:?}");
         eprintln!(
-            "in_flight {in_flight}: {} runs ({full} full), wall {:.2} ms, floor {:.2} ms, model {:.3} ms per full \
-             batch ({}), latency {:.3} ms",
+            "in_flight {in_flight}: {} runs ({full} full), model {:.3} ms per full batch ({}), latency {:.3} ms",
             runs.len(),
-            wall.as_secs_f64() * 1e3,
-            floor * 1e3,
             pl.per_batch * 1e3,
             pl.bound_by,
             pl.latency * 1e3
