@@ -6,10 +6,9 @@
 //! only check on a measured time is that a paced phase never ends before its own target. How
 //! long a run of batches takes against the predicted time per batch is a figure, not a test:
 //! `GMPRT_DEVICE=simulated cargo bench -p gmprt-offload --bench model` (its pipeline table).
-use gmprt_offload::model::{
-    Bound, CostModel, CpuFit, DeviceProfile, KernelProfile, LinFit, ProfileSource, Residency, Size,
-    TransferProfile,
-};
+mod common;
+use common::{saxpy_profile, transfer};
+use gmprt_offload::model::{Bound, CostModel, CpuFit, DeviceProfile, LinFit, Residency};
 use gmprt_offload::runtime::{spawn, Runtime};
 use gmprt_offload::sim::Pacing;
 use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
@@ -19,33 +18,13 @@ use std::time::Duration;
 /// launch + sync, SAXPY 20 µs + 4 µs per element: a batch of 256 has H2D 0.50 ms, kernel
 /// phase 1.12 ms (0.08 ms launch overhead + 1.04 ms), D2H 0.30 ms — the kernel dominates.
 fn profile() -> DeviceProfile {
-    let transfer = |lat: f64| TransferProfile {
-        pinned: LinFit::known(lat, 1e-9),
-        pageable: LinFit::known(lat, 2e-9),
-        pinned_samples: vec![],
-        pageable_samples: vec![],
-    };
-    DeviceProfile {
-        device: "pipeline test GPU".into(),
-        kind: "published".into(),
-        driver: "-".into(),
-        date: "2026-11-23".into(),
-        cpu: "test CPU".into(),
-        procs: 1,
-        source: ProfileSource::Published { citation: "made up for the test".into() },
-        launch_enqueue: 2e-5,
-        launch_sync: 1e-4,
-        h2d: transfer(5e-4),
-        d2h: transfer(3e-4),
-        kernels: vec![KernelProfile {
-            name: "saxpy".into(),
-            unit: "elements".into(),
-            size: Size::Items { in_bytes: 8.0, out_bytes: 4.0, out_fixed: 0.0 },
-            device: LinFit::known(2e-5, 4e-6),
-            device_samples: vec![],
-            cpu: vec![CpuFit { procs: 1, fit: LinFit::known(0.0, 1e-9), samples: vec![] }],
-        }],
-    }
+    saxpy_profile(
+        (2e-5, 1e-4),
+        transfer(5e-4, 1e-9, 2e-9),
+        transfer(3e-4, 1e-9, 2e-9),
+        LinFit::known(2e-5, 4e-6),
+        1e-9,
+    )
 }
 
 fn close(a: f64, b: f64) -> bool {

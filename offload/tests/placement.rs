@@ -1,9 +1,9 @@
 //! Batcher placement: `Cpu` never touches the device, `Gpu` always does, `Auto` follows a
 //! hand-made cost model and logs each decision. The device is a simulated one whose transfers
 //! take at least 2 ms, so a device run cannot hide in the timelines. No sleeps.
-use gmprt_offload::model::{
-    CostModel, CpuFit, DeviceProfile, KernelProfile, LinFit, ProfileSource, Size, TransferProfile,
-};
+mod common;
+use common::{saxpy_profile, transfer};
+use gmprt_offload::model::{CostModel, DeviceProfile, LinFit};
 use gmprt_offload::runtime::{spawn, Runtime};
 use gmprt_offload::{Batcher, BatcherConfig, Device, OffloadError, Placement, Saxpy, Side};
 use std::sync::Arc;
@@ -12,33 +12,8 @@ use std::time::Duration;
 /// A profile whose saxpy costs `gpu_per_item` s/item on the device (plus 2 ms transfers and
 /// 0.1 ms launch) and `cpu_per_item` s/item on one P.
 fn profile(gpu_per_item: f64, cpu_per_item: f64) -> DeviceProfile {
-    let transfer = TransferProfile {
-        pinned: LinFit::known(1e-3, 1e-10),
-        pageable: LinFit::known(1e-3, 1e-10),
-        pinned_samples: vec![],
-        pageable_samples: vec![],
-    };
-    DeviceProfile {
-        device: "test GPU".into(),
-        kind: "published".into(),
-        driver: "-".into(),
-        date: "2025-01-01".into(),
-        cpu: "test CPU".into(),
-        procs: 1,
-        source: ProfileSource::Published { citation: "made up for the test".into() },
-        launch_enqueue: 1e-5,
-        launch_sync: 1e-4,
-        h2d: transfer.clone(),
-        d2h: transfer,
-        kernels: vec![KernelProfile {
-            name: "saxpy".into(),
-            unit: "elements".into(),
-            size: Size::Items { in_bytes: 8.0, out_bytes: 4.0, out_fixed: 0.0 },
-            device: LinFit::known(0.0, gpu_per_item),
-            device_samples: vec![],
-            cpu: vec![CpuFit { procs: 1, fit: LinFit::known(0.0, cpu_per_item), samples: vec![] }],
-        }],
-    }
+    let t = transfer(1e-3, 1e-10, 1e-10);
+    saxpy_profile((1e-5, 1e-4), t.clone(), t, LinFit::known(0.0, gpu_per_item), cpu_per_item)
 }
 
 /// Submits saxpy items 0..n from tasks and checks every result.

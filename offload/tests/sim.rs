@@ -6,9 +6,9 @@
 //! target (`measured ≥ target`: a sleep or spin never ends early). There is no upper bound on
 //! a measured phase — a loaded machine can stretch any of them (a D2H paced to 3.00 ms was
 //! measured at 3.80 ms under load) — and the only waits are the device's own pacing.
-use gmprt_offload::model::{
-    CostModel, CpuFit, DeviceProfile, KernelProfile, LinFit, ProfileSource, Residency, Size, TransferProfile,
-};
+mod common;
+use common::{saxpy_profile, transfer};
+use gmprt_offload::model::{CostModel, DeviceProfile, LinFit, Residency};
 use gmprt_offload::runtime::{spawn, Runtime};
 use gmprt_offload::sim::Pacing;
 use gmprt_offload::{Batcher, BatcherConfig, Device, DeviceKind, PhaseTimes, Saxpy, Side};
@@ -16,33 +16,13 @@ use std::time::Duration;
 
 /// H2D: 4 ms + 1 ns/B; D2H: 3 ms + 1 ns/B; launch 1 ms; saxpy kernel 4 µs/item.
 fn profile() -> DeviceProfile {
-    let transfer = |lat: f64| TransferProfile {
-        pinned: LinFit::known(lat, 1e-9),
-        pageable: LinFit::known(lat, 2e-9),
-        pinned_samples: vec![],
-        pageable_samples: vec![],
-    };
-    DeviceProfile {
-        device: "test GPU".into(),
-        kind: "published".into(),
-        driver: "-".into(),
-        date: "2025-01-01".into(),
-        cpu: "test CPU".into(),
-        procs: 1,
-        source: ProfileSource::Published { citation: "made up for the test".into() },
-        launch_enqueue: 1e-4,
-        launch_sync: 1e-3,
-        h2d: transfer(4e-3),
-        d2h: transfer(3e-3),
-        kernels: vec![KernelProfile {
-            name: "saxpy".into(),
-            unit: "elements".into(),
-            size: Size::Items { in_bytes: 8.0, out_bytes: 4.0, out_fixed: 0.0 },
-            device: LinFit::known(0.0, 4e-6),
-            device_samples: vec![],
-            cpu: vec![CpuFit { procs: 1, fit: LinFit::known(0.0, 1e-9), samples: vec![] }],
-        }],
-    }
+    saxpy_profile(
+        (1e-4, 1e-3),
+        transfer(4e-3, 1e-9, 2e-9),
+        transfer(3e-3, 1e-9, 2e-9),
+        LinFit::known(0.0, 4e-6),
+        1e-9,
+    )
 }
 
 /// The cost model's (h2d, launch + kernel, d2h) for saxpy over `n` items with inputs on the
