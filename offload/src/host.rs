@@ -57,12 +57,7 @@ impl Backend for HostBackend {
     }
 
     fn new_slot(&self, in_words: usize, out_words: usize) -> Result<Box<dyn Slot>, OffloadError> {
-        Ok(Box::new(HostSlot {
-            staging_in: touched(in_words, "input staging")?,
-            staging_out: touched(out_words, "output staging")?,
-            dev_in: touched(in_words, "device-side input")?,
-            dev_out: touched(out_words, "device-side output")?,
-        }))
+        Ok(Box::new(HostSlot(HostBuffers::new(in_words, out_words)?)))
     }
 
     fn check_memory(&self, need: &MemoryNeed) -> Result<(), OffloadError> {
@@ -82,7 +77,7 @@ impl Backend for HostBackend {
 /// abort. (Memory the OS promises and cannot deliver when the zeros are written is beyond
 /// any allocator's reach; the check before allocating is what prevents that.)
 #[allow(clippy::slow_vector_initialization)] // on purpose: the explicit write is the point
-pub(crate) fn touched(len: usize, what: &str) -> Result<Vec<u32>, OffloadError> {
+fn touched(len: usize, what: &str) -> Result<Vec<u32>, OffloadError> {
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|e| {
         OffloadError::Config(format!(
@@ -96,31 +91,29 @@ pub(crate) fn touched(len: usize, what: &str) -> Result<Vec<u32>, OffloadError> 
     Ok(v)
 }
 
-/// One Host "stream": staging buffers plus separate "device" buffers of the same sizes.
-struct HostSlot {
+/// A slot's four buffers in host memory: staging (what the caller writes and reads) and
+/// separate "device" copies of the same sizes, with each phase's work. One body for the Host
+/// device ([`HostSlot`] times the phases) and the simulated one (`sim.rs` paces them).
+pub(crate) struct HostBuffers {
     staging_in: Vec<u32>,
     staging_out: Vec<u32>,
     dev_in: Vec<u32>,
     dev_out: Vec<u32>,
 }
 
-impl Slot for HostSlot {
-    fn staging_in(&mut self) -> &mut [u32] {
-        &mut self.staging_in
+impl HostBuffers {
+    /// Buffers for `in_words` input and `out_words` output words, pages mapped ([`touched`]).
+    pub(crate) fn new(in_words: usize, out_words: usize) -> Result<HostBuffers, OffloadError> {
+        Ok(HostBuffers {
+            staging_in: touched(in_words, "input staging")?,
+            staging_out: touched(out_words, "output staging")?,
+            dev_in: touched(in_words, "device-side input")?,
+            dev_out: touched(out_words, "device-side output")?,
+        })
     }
 
-    fn staging_out(&self) -> &[u32] {
-        &self.staging_out
-    }
-
-    fn run(
-        &mut self,
-        job: &dyn Job,
-        n: usize,
-        in_words: usize,
-        out_words: usize,
-        phases: Phases,
-    ) -> Result<PhaseTimes, OffloadError> {
+    /// `Err(Shape)` unless a run of `in_words` / `out_words` fits these buffers.
+    pub(crate) fn check_shape(&self, in_words: usize, out_words: usize) -> Result<(), OffloadError> {
         if in_words > self.dev_in.len() {
             return Err(KernelError::Shape {
                 what: "input words",
@@ -137,21 +130,78 @@ impl Slot for HostSlot {
             }
             .into());
         }
+        Ok(())
+    }
+
+    /// H2D: staging → device-side input. Caller checked the shape.
+    pub(crate) fn h2d(&mut self, in_words: usize) {
+        self.dev_in[..in_words].copy_from_slice(&self.staging_in[..in_words]);
+    }
+
+    /// The kernel: `job` over `n` items, device-side input → device-side output. Caller
+    /// checked the shape.
+    pub(crate) fn kernel(
+        &mut self,
+        job: &dyn Job,
+        n: usize,
+        in_words: usize,
+        out_words: usize,
+    ) -> Result<(), OffloadError> {
+        job.run_host(n, &self.dev_in[..in_words], &mut self.dev_out[..out_words])
+            .map_err(|msg| OffloadError::Batch { batch: 0, kernel: job.name(), msg })
+    }
+
+    /// D2H: device-side output → staging. Caller checked the shape.
+    pub(crate) fn d2h(&mut self, out_words: usize) {
+        self.staging_out[..out_words].copy_from_slice(&self.dev_out[..out_words]);
+    }
+
+    /// The staging input, for [`Slot::staging_in`].
+    pub(crate) fn staging_in(&mut self) -> &mut [u32] {
+        &mut self.staging_in
+    }
+
+    /// The staging output, for [`Slot::staging_out`].
+    pub(crate) fn staging_out(&self) -> &[u32] {
+        &self.staging_out
+    }
+}
+
+/// One Host "stream": [`HostBuffers`], each phase timed by the host clock.
+struct HostSlot(HostBuffers);
+
+impl Slot for HostSlot {
+    fn staging_in(&mut self) -> &mut [u32] {
+        self.0.staging_in()
+    }
+
+    fn staging_out(&self) -> &[u32] {
+        self.0.staging_out()
+    }
+
+    fn run(
+        &mut self,
+        job: &dyn Job,
+        n: usize,
+        in_words: usize,
+        out_words: usize,
+        phases: Phases,
+    ) -> Result<PhaseTimes, OffloadError> {
+        self.0.check_shape(in_words, out_words)?;
         let mut times = PhaseTimes::default();
         if phases.h2d {
             let t = Instant::now();
-            self.dev_in[..in_words].copy_from_slice(&self.staging_in[..in_words]);
+            self.0.h2d(in_words);
             times.h2d = t.elapsed();
         }
         if phases.kernel {
             let t = Instant::now();
-            job.run_host(n, &self.dev_in[..in_words], &mut self.dev_out[..out_words])
-                .map_err(|msg| OffloadError::Batch { batch: 0, kernel: job.name(), msg })?;
+            self.0.kernel(job, n, in_words, out_words)?;
             times.kernel = t.elapsed();
         }
         if phases.d2h {
             let t = Instant::now();
-            self.staging_out[..out_words].copy_from_slice(&self.dev_out[..out_words]);
+            self.0.d2h(out_words);
             times.d2h = t.elapsed();
         }
         Ok(times)

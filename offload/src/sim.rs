@@ -50,9 +50,8 @@
 //! `option_paths_sum`, `pi_hits`) are not recorded.
 use crate::backend::{host_available, Backend, Job, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
 use crate::error::OffloadError;
-use crate::host::touched;
+use crate::host::HostBuffers;
 use crate::model::{DeviceProfile, KernelProfile, Size};
-use gmprt_kernels::KernelError;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -207,13 +206,7 @@ impl Backend for SimBackend {
     }
 
     fn new_slot(&self, in_words: usize, out_words: usize) -> Result<Box<dyn Slot>, OffloadError> {
-        Ok(Box::new(SimSlot {
-            sim: self.clone(),
-            staging_in: touched(in_words, "input staging")?,
-            staging_out: touched(out_words, "output staging")?,
-            dev_in: touched(in_words, "device-side input")?,
-            dev_out: touched(out_words, "device-side output")?,
-        }))
+        Ok(Box::new(SimSlot { sim: self.clone(), buf: HostBuffers::new(in_words, out_words)? }))
     }
 
     fn check_memory(&self, need: &MemoryNeed) -> Result<(), OffloadError> {
@@ -225,19 +218,16 @@ impl Backend for SimBackend {
 /// One simulated stream: staging plus "device" buffers, like a Host slot.
 struct SimSlot {
     sim: SimBackend,
-    staging_in: Vec<u32>,
-    staging_out: Vec<u32>,
-    dev_in: Vec<u32>,
-    dev_out: Vec<u32>,
+    buf: HostBuffers,
 }
 
 impl Slot for SimSlot {
     fn staging_in(&mut self) -> &mut [u32] {
-        &mut self.staging_in
+        self.buf.staging_in()
     }
 
     fn staging_out(&self) -> &[u32] {
-        &self.staging_out
+        self.buf.staging_out()
     }
 
     fn run(
@@ -248,29 +238,13 @@ impl Slot for SimSlot {
         out_words: usize,
         phases: Phases,
     ) -> Result<PhaseTimes, OffloadError> {
-        if in_words > self.dev_in.len() {
-            return Err(KernelError::Shape {
-                what: "input words",
-                expected: self.dev_in.len(),
-                got: in_words,
-            }
-            .into());
-        }
-        if out_words > self.dev_out.len() {
-            return Err(KernelError::Shape {
-                what: "output words",
-                expected: self.dev_out.len(),
-                got: out_words,
-            }
-            .into());
-        }
+        self.buf.check_shape(in_words, out_words)?;
         let (mut times, mut target) = (PhaseTimes::default(), PhaseTimes::default());
+        let buf = &mut self.buf;
         if phases.h2d {
             target.h2d = self.sim.h2d_time(4.0 * in_words as f64);
             let _engine = self.sim.engines[0].lock();
-            let (dev_in, staging_in) = (&mut self.dev_in, &self.staging_in);
-            let ((), t) = paced(target.h2d, || dev_in[..in_words].copy_from_slice(&staging_in[..in_words]));
-            times.h2d = t;
+            times.h2d = paced(target.h2d, || buf.h2d(in_words)).1;
         }
         if phases.kernel {
             target.kernel = self
@@ -278,20 +252,15 @@ impl Slot for SimSlot {
                 .slot_work(job.name(), n, out_words)
                 .and_then(|w| self.sim.kernel_time(job.name(), w))
                 .unwrap_or(Duration::ZERO);
-            let (dev_in, dev_out) = (&self.dev_in, &mut self.dev_out);
             let _engine = self.sim.engines[1].lock();
-            let (r, t) =
-                paced(target.kernel, || job.run_host(n, &dev_in[..in_words], &mut dev_out[..out_words]));
-            r.map_err(|msg| OffloadError::Batch { batch: 0, kernel: job.name(), msg })?;
+            let (r, t) = paced(target.kernel, || buf.kernel(job, n, in_words, out_words));
+            r?;
             times.kernel = t;
         }
         if phases.d2h {
             target.d2h = self.sim.d2h_time(4.0 * out_words as f64);
             let _engine = self.sim.engines[2].lock();
-            let (staging_out, dev_out) = (&mut self.staging_out, &self.dev_out);
-            let ((), t) =
-                paced(target.d2h, || staging_out[..out_words].copy_from_slice(&dev_out[..out_words]));
-            times.d2h = t;
+            times.d2h = paced(target.d2h, || buf.d2h(out_words)).1;
         }
         self.sim.record(Pacing { job: job.name(), n, in_words, out_words, target, measured: times });
         Ok(times)
