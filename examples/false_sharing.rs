@@ -1,0 +1,2 @@
+//! Placeholder (issue 14).
+fn main() {}
