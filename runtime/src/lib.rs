@@ -30,6 +30,7 @@
 
 pub mod chan;
 pub mod coop;
+pub mod latency;
 pub(crate) mod loom;
 #[cfg(loom)]
 #[doc(hidden)]
@@ -46,6 +47,7 @@ pub mod time;
 pub mod trace;
 mod yield_now;
 
+pub use crate::latency::LatencySummary;
 pub use crate::par::parallel_for;
 pub use crate::runtime::{BuildError, Builder, Handle, Runtime, SpawnError, DEFAULT_MAX_THREADS};
 pub use crate::sched::stats::RuntimeStats;
