@@ -7,3 +7,8 @@ pub use gmprt_kernels as kernels;
 pub use gmprt_offload as offload;
 pub use gmprt_runtime as runtime;
 pub use gmprt_runtime::{go, spawn, try_spawn, yield_now, JoinError, JoinHandle, Runtime};
+
+/// The README's code blocks, compiled and run as doctests (`cargo test --doc -p gmprt`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
