@@ -3,6 +3,8 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod gantt;
+
 pub use gmprt_kernels as kernels;
 pub use gmprt_offload as offload;
 pub use gmprt_runtime as runtime;
