@@ -16,13 +16,13 @@
 #[path = "common/mod.rs"]
 mod common;
 use clap::Parser;
-use common::{check_tasks, fail, parse, parse_count, try_vec, Cli, Procs};
+use common::{check_tasks, fail, parse_count, try_vec, Cli, Procs};
 use gmprt::runtime::syscall;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const NAME: &str = env!("CARGO_CRATE_NAME");
+const NAME: &str = "blocking_handoff";
 
 /// Blocking calls inside `gmprt::syscall` next to compute tasks: with GMPRT_SCHEDTRACE=50 the
 /// `threads=` count rises above `gomaxprocs` while the calls block, and falls back.
@@ -44,8 +44,16 @@ struct Args {
 
 impl Cli for Args {}
 
+// In the `gmprt` command, which includes this file as a module, `main_from` is called instead.
+#[allow(dead_code)]
 fn main() {
-    let a: Args = parse();
+    main_from(std::env::args_os().collect());
+}
+
+/// Parses `args` (the program's name first) and runs the story: what `main` and the `gmprt`
+/// command call. `--help` prints and exits 0; a bad command line prints why and exits 2.
+pub fn main_from(args: Vec<std::ffi::OsString>) {
+    let a: Args = common::parse_from(args);
     let (blocking, use_syscall) = (a.blocking, !a.no_syscall);
     let rt = a.procs.gmprt().unwrap_or_else(|e| fail(NAME, e));
     let procs = rt.procs();

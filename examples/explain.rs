@@ -6,13 +6,14 @@
 //!
 //! ```text
 //! cargo run --release --example explain -- --kernel black-scholes --n 1000000
-//!     [--device host|cuda|simulated|<profile.json>] [--resident] [--out docs/img]
+//!     [--device host|cuda|simulated|<profile.json>] [--resident] [--out DIR]
 //!     [--calibrate-quick]
 //! cargo run --release --example explain -- --all --device simulated
 //! ```
 //! Kernels: `black-scholes` (n options), `saxpy` (n elements), `sgemm` (n is the matrix side
 //! N), `monte-carlo` (n paths). `--all` explains every kernel at its default n and writes one
-//! plot each. The plot goes to `<out>/explain-<kernel>.svg` (default `docs/img`).
+//! plot each. The plot goes to `<out>/explain-<kernel>.svg`, where `--out` defaults to the current
+//! directory (the README's plots are made with `--out docs/img` from the repository's root).
 //!
 //! Where the numbers come from (`--device`):
 //! * `simulated`, or the default when there is no GPU: the shipped profile built from
@@ -33,12 +34,13 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::error::Error;
 use std::path::{Path, PathBuf};
 
+#[path = "common/mod.rs"]
 mod common;
 use clap::builder::PossibleValue;
 use clap::{ArgGroup, Parser, ValueEnum};
-use common::{fail, parse, positive, Cli};
+use common::{fail, positive, Cli};
 
-const NAME: &str = env!("CARGO_CRATE_NAME");
+const NAME: &str = "explain";
 
 /// The kernels: the flag spelling, the profile's name, the default n and the plot's x range.
 #[derive(Debug, Clone)]
@@ -124,8 +126,9 @@ struct Args {
     /// the host, the GPU paying H2D and D2H]
     #[arg(long)]
     resident: bool,
-    /// The folder the plots go to
-    #[arg(long, value_name = "DIR", default_value = "docs/img")]
+    /// The folder the plots go to, created if missing (the default is the current directory,
+    /// wherever the program runs; the README's plots are made with --out docs/img)
+    #[arg(long, value_name = "DIR", default_value = ".")]
     out: PathBuf,
     /// Calibrate quickly: smaller sizes, fewer repeats (--device host or cuda)
     #[arg(long = "calibrate-quick")]
@@ -512,8 +515,16 @@ fn plot(
     Ok(())
 }
 
+// In the `gmprt` command, which includes this file as a module, `main_from` is called instead.
+#[allow(dead_code)]
 fn main() {
-    let a: Args = parse();
+    main_from(std::env::args_os().collect());
+}
+
+/// Parses `args` (the program's name first) and runs the story: what `main` and the `gmprt`
+/// command call. `--help` prints and exits 0; a bad command line prints why and exits 2.
+pub fn main_from(args: Vec<std::ffi::OsString>) {
+    let a: Args = common::parse_from(args);
     let (profile, why) = profile(&a);
     if let Some(path) = &a.save {
         profile.save(path).unwrap_or_else(|e| fail(&format!("{NAME}: --save-profile"), e.to_string()));
@@ -558,7 +569,7 @@ mod tests {
         cli_contract::<Args>(NAME);
         let a: Args = try_parse_from([NAME, "--kernel", "black_scholes", "--n", "1e6"]).unwrap();
         assert_eq!((a.kernel.map(|k| k.flag), a.n), (Some("black-scholes"), Some(1_000_000)));
-        assert!(matches!(a.source, Source::Auto) && a.out == Path::new("docs/img"));
+        assert!(matches!(a.source, Source::Auto) && a.out == Path::new("."));
         let a: Args = try_parse_from([NAME, "--all", "--device", "simulated"]).unwrap();
         assert!(a.all && matches!(a.source, Source::Simulated));
         for (args, kind) in [

@@ -23,7 +23,7 @@
 #[path = "common/mod.rs"]
 mod common;
 use clap::Parser;
-use common::{check_tasks, count_in, fail, parse, positive, try_vec, Cli, Procs};
+use common::{check_tasks, count_in, fail, positive, try_vec, Cli, Procs};
 use gmprt::runtime::time::sleep;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 const MAX_CPU_US: usize = 60_000_000; // one minute of CPU per task
 const MAX_WAIT_MS: usize = 86_400_000; // one day of waiting
 
-const NAME: &str = env!("CARGO_CRATE_NAME");
+const NAME: &str = "io_bound";
 
 /// "fetchMarketData": N tasks, C µs of CPU then a W ms wait each; wall time against
 /// max(W, N·C/procs), and why a GPU could not help.
@@ -111,8 +111,16 @@ fn calibrate(cpu_us: usize) -> Calibration {
     Calibration { iters_per_us, iters: task_iters, check_us }
 }
 
+// In the `gmprt` command, which includes this file as a module, `main_from` is called instead.
+#[allow(dead_code)]
 fn main() {
-    let a: Args = parse();
+    main_from(std::env::args_os().collect());
+}
+
+/// Parses `args` (the program's name first) and runs the story: what `main` and the `gmprt`
+/// command call. `--help` prints and exits 0; a bad command line prints why and exits 2.
+pub fn main_from(args: Vec<std::ffi::OsString>) {
+    let a: Args = common::parse_from(args);
     // Every task is at least its header: refuse a count that cannot fit up front.
     check_tasks("--tasks", a.tasks).unwrap_or_else(|e| fail(NAME, e));
     let rt = a.procs.gmprt().unwrap_or_else(|e| fail(NAME, e));

@@ -14,11 +14,12 @@ use gmprt::kernels::sgemm::{sgemm_crate, sgemm_naive, sgemm_rows};
 use gmprt::offload::{Device, DeviceKind};
 use std::time::{Duration, Instant};
 
+#[path = "common/mod.rs"]
 mod common;
 use clap::Parser;
-use common::{check_fits, fail, parse, positive, try_filled, try_vec, Cli, Procs, TooBig};
+use common::{check_fits, fail, positive, try_filled, try_vec, Cli, Procs, TooBig};
 
-const NAME: &str = env!("CARGO_CRATE_NAME");
+const NAME: &str = "matmul_ladder";
 
 /// Rows per green task: 16 rows of C reuse each loaded panel of B 16 times, and N/16 tasks
 /// (64 at N = 1024) balance well over any P count up to 16.
@@ -50,8 +51,16 @@ fn check_memory(n: usize) -> Result<(), TooBig> {
     check_fits(&format!("--n {n}"), n as u128 * n as u128, MATRICES * 4, what)
 }
 
+// In the `gmprt` command, which includes this file as a module, `main_from` is called instead.
+#[allow(dead_code)]
 fn main() {
-    let args: Args = parse();
+    main_from(std::env::args_os().collect());
+}
+
+/// Parses `args` (the program's name first) and runs the story: what `main` and the `gmprt`
+/// command call. `--help` prints and exits 0; a bad command line prints why and exits 2.
+pub fn main_from(args: Vec<std::ffi::OsString>) {
+    let args: Args = common::parse_from(args);
     let (n, naive_max) = (args.n, args.naive_max);
     check_memory(n).unwrap_or_else(|e| fail(NAME, e));
     let device = Device::detect().unwrap_or_else(|e| fail("matmul_ladder: GMPRT_DEVICE", e));

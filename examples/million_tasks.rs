@@ -21,7 +21,7 @@
 #[path = "common/mod.rs"]
 mod common;
 use clap::Parser;
-use common::{check_tasks, fail, parse, positive, rss, try_vec, Cli, Procs, Rt, TooBig, Which};
+use common::{check_tasks, fail, positive, rss, try_vec, Cli, Procs, Rt, TooBig, Which};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-const NAME: &str = env!("CARGO_CRATE_NAME");
+const NAME: &str = "million_tasks";
 
 /// Spawns and joins N green tasks, or keeps all N parked at once (--park), on gmprt or tokio.
 #[derive(Parser, Debug)]
@@ -221,8 +221,16 @@ fn park_mode<R: Rt>(rt: &R, n: usize) -> ParkReport {
     }
 }
 
+// In the `gmprt` command, which includes this file as a module, `main_from` is called instead.
+#[allow(dead_code)]
 fn main() {
-    let a: Args = parse();
+    main_from(std::env::args_os().collect());
+}
+
+/// Parses `args` (the program's name first) and runs the story: what `main` and the `gmprt`
+/// command call. `--help` prints and exits 0; a bad command line prints why and exits 2.
+pub fn main_from(args: Vec<std::ffi::OsString>) {
+    let a: Args = common::parse_from(args);
     // Every task is at least its header: refuse a count that cannot fit before starting.
     check_tasks("--tasks", a.tasks).unwrap_or_else(|e| fail(NAME, e));
     match a.runtime {

@@ -13,15 +13,16 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
 
+#[path = "common/mod.rs"]
 mod common;
 use clap::Parser;
-use common::{count_in, fail, parse, parse_count, Cli, Procs};
+use common::{count_in, fail, parse_count, Cli, Procs};
 
 /// Philox blocks per chunk: 2^16 blocks = 131k samples, ≈ 1 ms of work on one core, small
 /// enough to balance over the Ps and large enough that one atomic add per chunk is noise.
 const CHUNK_BLOCKS: u64 = 1 << 16;
 
-const NAME: &str = env!("CARGO_CRATE_NAME");
+const NAME: &str = "monte_carlo_pi";
 
 /// π and a European call by Monte Carlo on the CPU's Ps and on the device, with the same
 /// Philox stream (identical hit counts).
@@ -50,8 +51,16 @@ struct Draws {
     seed: u64,
 }
 
+// In the `gmprt` command, which includes this file as a module, `main_from` is called instead.
+#[allow(dead_code)]
 fn main() {
-    let args: Args = parse();
+    main_from(std::env::args_os().collect());
+}
+
+/// Parses `args` (the program's name first) and runs the story: what `main` and the `gmprt`
+/// command call. `--help` prints and exits 0; a bad command line prints why and exits 2.
+pub fn main_from(args: Vec<std::ffi::OsString>) {
+    let args: Args = common::parse_from(args);
     // Counts of draws, not of storage: the work is cut into chunks, nothing is sized by them.
     let a = Draws { samples: args.samples as u64, paths: args.paths as u64, seed: args.seed as u64 };
     let device = Device::detect().unwrap_or_else(|e| fail("monte_carlo_pi: GMPRT_DEVICE", e));

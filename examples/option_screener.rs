@@ -30,15 +30,16 @@ use gmprt::offload::{Batcher, BatcherConfig, Device, DeviceKind, PhaseTimes};
 use gmprt::runtime::Runtime;
 use std::time::{Duration, Instant};
 
+#[path = "common/mod.rs"]
 mod common;
 use clap::Parser;
-use common::{check_fits, fail, parse, parse_count, positive, try_filled, try_vec, Cli, Procs, TooBig};
+use common::{check_fits, fail, parse_count, positive, try_filled, try_vec, Cli, Procs, TooBig};
 
 /// Contracts per `parallel_for` chunk: 16k contracts = 768 KiB of in+out columns, about
 /// 100 µs of work — cache-friendly and plenty of chunks to balance (61 at 1M).
 const CHUNK: usize = 16 * 1024;
 
-const NAME: &str = env!("CARGO_CRATE_NAME");
+const NAME: &str = "option_screener";
 
 /// Greeks for N option contracts five ways: a task per contract, chunks over the Ps, one
 /// launch per task, N tasks through the Batcher, one bulk launch.
@@ -90,8 +91,16 @@ struct Way {
     results: Option<BsResults>,
 }
 
+// In the `gmprt` command, which includes this file as a module, `main_from` is called instead.
+#[allow(dead_code)]
 fn main() {
-    let a: Args = parse();
+    main_from(std::env::args_os().collect());
+}
+
+/// Parses `args` (the program's name first) and runs the story: what `main` and the `gmprt`
+/// command call. `--help` prints and exits 0; a bad command line prints why and exits 2.
+pub fn main_from(args: Vec<std::ffi::OsString>) {
+    let a: Args = common::parse_from(args);
     check_memory(a.n).unwrap_or_else(|e| fail(NAME, e));
     let device = Device::detect().unwrap_or_else(|e| fail("option_screener: GMPRT_DEVICE", e));
     let rt = a.procs.gmprt().unwrap_or_else(|e| fail(NAME, e));

@@ -22,7 +22,7 @@
 #[path = "common/mod.rs"]
 mod common;
 use clap::Parser;
-use common::{check_tasks, count_in, fail, parse, positive, rss, Cli, Procs, Rt, Which};
+use common::{check_tasks, count_in, fail, positive, rss, Cli, Procs, Rt, Which};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 /// Keeps `Instant + Duration` from overflowing.
 const MAX_SLEEP_MS: usize = 86_400_000; // one day
 
-const NAME: &str = env!("CARGO_CRATE_NAME");
+const NAME: &str = "sleepers";
 
 /// A million concurrent sleepers: bytes per sleeping task, lateness, early wakes (must be 0).
 #[derive(Parser, Debug)]
@@ -120,8 +120,16 @@ async fn sleeper<R: Rt>(b: &'static Board) {
     b.done.count_down();
 }
 
+// In the `gmprt` command, which includes this file as a module, `main_from` is called instead.
+#[allow(dead_code)]
 fn main() {
-    let a: Args = parse();
+    main_from(std::env::args_os().collect());
+}
+
+/// Parses `args` (the program's name first) and runs the story: what `main` and the `gmprt`
+/// command call. `--help` prints and exits 0; a bad command line prints why and exits 2.
+pub fn main_from(args: Vec<std::ffi::OsString>) {
+    let a: Args = common::parse_from(args);
     // Every sleeper is at least its task's header: refuse a count that cannot fit up front.
     check_tasks("--tasks", a.tasks).unwrap_or_else(|e| fail(NAME, e));
     match a.runtime {

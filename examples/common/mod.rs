@@ -122,7 +122,14 @@ where
 /// The program's own arguments, parsed by [`try_parse_from`]; on `--help` or an error it
 /// prints and exits (0 for help, 2 for a bad command line).
 pub fn parse<A: Cli>() -> A {
-    try_parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
+    parse_from(std::env::args_os().collect())
+}
+
+/// `args` (the program's name first) parsed by [`try_parse_from`]; on `--help` or an error it
+/// prints and exits (0 for help, 2 for a bad command line). The `gmprt` command runs a story
+/// through this with the arguments it was given after the story's name.
+pub fn parse_from<A: Cli>(args: Vec<OsString>) -> A {
+    try_parse_from(args).unwrap_or_else(|e| e.exit())
 }
 
 /// Every flag `cmd` accepts, `--tasks <N>, --park, …, --help`, in declaration order.
