@@ -38,7 +38,8 @@ pub const PROFILE_ENV: &str = "GMPRT_PROFILE";
 
 /// Which kind of device a [`Device`] is.
 #[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum DeviceKind {
     /// The CPU standing in for a GPU ([`HostBackend`]).
     Host,

@@ -17,7 +17,21 @@
 //! [`Placement::Auto`](crate::Placement::Auto) each timeline also carries the cost model's
 //! [`PlacementDecision`] (both predictions and the measured time of the chosen side), and the
 //! [`Report`] summarises decisions per side and the model's relative error.
+//!
+//! Per item: the [`Report`] also gives each item's submit → result latency, split into queue
+//! wait (submit → its batch starts) and batch time (batch start → result delivered), as
+//! [`LatencySummary`]s (p50, p99, p99.9, max over every item ever batched; see the Batcher's
+//! `latency` module for how they are recorded).
+//!
+//! # Serialisation
+//!
+//! Every type here is `serde::Serialize` (the `gmprt` command's `--json`), with serde's
+//! defaults throughout so that they match the runtime's [`LatencySummary`] and `RuntimeStats`:
+//! a [`Duration`] is `{"secs": u64, "nanos": u32}`, an `Option` is `null` or the value, enums
+//! ([`CloseReason`], [`Side`], [`DeviceKind`]) are their lower-case names as strings.
 use crate::device::DeviceKind;
+use gmprt_runtime::latency::LatencySummary;
+use serde::Serialize;
 use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
@@ -26,7 +40,8 @@ use std::time::Duration;
 pub const TIMELINE_CAPACITY: usize = 4096;
 
 /// Why a batch closed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum CloseReason {
     /// It held `max_batch` items.
     Full,
@@ -57,7 +72,8 @@ impl fmt::Display for CloseReason {
 }
 
 /// Which side ran a batch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Side {
     /// [`Job::run_host`](crate::Job::run_host) on the slot's worker thread (one core).
     Cpu,
@@ -83,7 +99,7 @@ impl fmt::Display for Side {
 
 /// One [`Placement::Auto`](crate::Placement::Auto) decision: what the cost model predicted
 /// for each side, which it chose (the faster prediction), and what the chosen side measured.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct PlacementDecision {
     /// The batch's sequence number.
     pub batch: u64,
@@ -117,7 +133,7 @@ impl PlacementDecision {
 }
 
 /// One batch, from its oldest item's arrival to the wake-up of its tasks.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct BatchTimeline {
     /// Sequence number (batches are numbered in the order they opened, from 0).
     pub batch: u64,
@@ -167,7 +183,7 @@ impl BatchTimeline {
 
 /// Running aggregates over every batch a Batcher has finished (not only the retained ring).
 /// Durations are sums.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct BatcherStats {
     /// Batches finished (successful or failed).
     pub batches: u64,
@@ -312,7 +328,17 @@ impl TimelineLog {
             median: errors[(errors.len() - 1) / 2],
             max: errors[errors.len() - 1],
         });
-        Report { kernel, device, stats: *s, phases, window: self.ring.len(), model_error }
+        Report {
+            kernel,
+            device,
+            stats: *s,
+            phases,
+            window: self.ring.len(),
+            model_error,
+            latency: LatencySummary::default(),
+            queue_wait: LatencySummary::default(),
+            batch_time: LatencySummary::default(),
+        }
     }
 }
 
@@ -326,7 +352,7 @@ fn percentile(v: &[Duration], p: f64) -> Duration {
 }
 
 /// One phase's line in a [`Report`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PhaseSummary {
     /// `queue_wait`, `staging`, `h2d`, `kernel`, `d2h` or `scatter`.
     pub phase: &'static str,
@@ -342,7 +368,7 @@ pub struct PhaseSummary {
 
 /// How far the cost model's predictions were from the measured times of the side it chose,
 /// over the decisions in the retained window: |predicted − measured| / measured.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct ModelError {
     /// Decisions with a measured time in the window.
     pub count: usize,
@@ -354,7 +380,7 @@ pub struct ModelError {
 
 /// A Batcher's summary: aggregates, per-phase distribution, and which device ran it.
 /// `Display` prints it as a table.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
     /// Kernel name.
     pub kernel: &'static str,
@@ -368,6 +394,12 @@ pub struct Report {
     pub window: usize,
     /// The cost model's error over the window's `Auto` decisions (`None` without any).
     pub model_error: Option<ModelError>,
+    /// Per item, over every item ever batched: `submit` called → result delivered.
+    pub latency: LatencySummary,
+    /// Per item: `submit` called → its batch started (taken by a slot).
+    pub queue_wait: LatencySummary,
+    /// Per item: its batch started → result delivered (staging, run, scatter).
+    pub batch_time: LatencySummary,
 }
 
 impl Report {
@@ -457,6 +489,9 @@ impl fmt::Display for Report {
                 fmt_duration(p.total)
             )?;
         }
+        writeln!(f, "  per item    submit → result: {}", self.latency)?;
+        writeln!(f, "              queue wait:      {}", self.queue_wait)?;
+        writeln!(f, "              batch time:      {}", self.batch_time)?;
         match self.transfer_share() {
             Some(t) => writeln!(
                 f,

@@ -147,7 +147,8 @@
 //!
 //! # Why no deadlock
 //!
-//! Lock order is `central` → one batch lock → the timeline log; workers never take
+//! Lock order is `central` → one batch lock → the timeline log (or a slot's per-item latency
+//! histograms, a leaf lock too); workers never take
 //! `central` while holding a batch lock, and submitters hold at most `central` → batch
 //! lock (when accepting). Wakeups cannot be lost: every state change that an idle worker
 //! waits for (first item, full batch, flush, shutdown) happens under `central` and is
@@ -163,6 +164,7 @@ use crate::jobs::BatchKernel;
 use crate::model::CostModel;
 use crate::timeline::{BatchTimeline, BatcherStats, CloseReason, PlacementDecision, Report, TimelineLog};
 
+mod latency;
 mod placement;
 mod run;
 mod submit;
@@ -340,6 +342,8 @@ struct Shared<K: BatchKernel> {
     rejected_invalid: AtomicU64,
     rejected_closed: AtomicU64,
     log: Mutex<TimelineLog>,
+    /// Per-item latency, one per slot worker (see the `latency` module).
+    item_latency: Box<[Mutex<latency::ItemLatency>]>,
     /// The runtime whose Ps run CPU-placed batches (see [`BatcherConfig::runtime`]).
     cpu_rt: Option<gmprt_runtime::Handle>,
     /// The slot workers not joined yet. Held while joining, so a concurrent shutdown waits
@@ -389,6 +393,8 @@ struct BatchState<O> {
 struct Entry<O> {
     waker: Option<Waker>,
     output: Option<O>,
+    /// When `submit` was called for it (its queue wait starts here).
+    submitted: Instant,
 }
 
 /// A batch a worker has taken out of `central`.
@@ -515,6 +521,7 @@ impl<K: BatchKernel> Batcher<K> {
             rejected_invalid: AtomicU64::new(0),
             rejected_closed: AtomicU64::new(0),
             log: Mutex::new(TimelineLog::default()),
+            item_latency: (0..config.in_flight).map(|_| Mutex::default()).collect(),
             workers: Mutex::new(Vec::with_capacity(config.in_flight)),
         });
         let owner = Arc::new(Owner { shared: shared.clone() });
@@ -553,6 +560,7 @@ impl<K: BatchKernel> Batcher<K> {
     /// Dropping the future after acceptance does not withdraw the item; its output is
     /// dropped.
     pub fn submit(&self, item: K::Item) -> Submit<K> {
+        let submitted = Instant::now();
         let shared = self.shared();
         if let Err(e) = shared.kernel.validate(&item, 0) {
             shared.rejected_invalid.fetch_add(1, Ordering::Relaxed);
@@ -565,7 +573,7 @@ impl<K: BatchKernel> Batcher<K> {
             return Submit { state: SubmitState::Failed(Some(OffloadError::Closed)) };
         }
         if c.waiters.is_empty() && c.items.len() + c.reserved < shared.config.max_batch {
-            let (batch, index, notify) = shared.accept(&mut c, item);
+            let (batch, index, notify) = shared.accept(&mut c, item, submitted);
             drop(c);
             if notify {
                 shared.work.notify_one();
@@ -573,7 +581,14 @@ impl<K: BatchKernel> Batcher<K> {
             Submit { state: SubmitState::Accepted { batch, index } }
         } else {
             drop(c);
-            Submit { state: SubmitState::Waiting { shared: shared.clone(), item: Some(item), ticket: None } }
+            Submit {
+                state: SubmitState::Waiting {
+                    shared: shared.clone(),
+                    item: Some(item),
+                    ticket: None,
+                    submitted,
+                },
+            }
         }
     }
 
@@ -652,16 +667,28 @@ impl<K: BatchKernel> Batcher<K> {
     }
 
     /// A printable summary: per-phase median, p99 and totals, items per batch, launches,
-    /// bytes moved, transfer vs kernel share, and the device.
+    /// bytes moved, transfer vs kernel share, the device, and each item's submit → result
+    /// latency split into queue wait and batch time (p50 / p99 / p99.9 / max over every item
+    /// batched so far). Serialisable (`serde`) for machine-readable output.
     pub fn report(&self) -> Report {
         let s = self.shared();
         let mut r = s.log.lock().report(s.kernel.name(), s.device.describe());
         r.stats = s.with_rejections(r.stats);
+        (r.latency, r.queue_wait, r.batch_time) = s.item_latency().summaries();
         r
     }
 }
 
 impl<K: BatchKernel> Shared<K> {
+    /// Every slot's per-item latency merged.
+    fn item_latency(&self) -> latency::ItemLatency {
+        let mut all = latency::ItemLatency::default();
+        for slot in self.item_latency.iter() {
+            all.merge(&slot.lock());
+        }
+        all
+    }
+
     /// `stats` with the refusal counters filled in.
     fn with_rejections(&self, mut stats: BatcherStats) -> BatcherStats {
         stats.rejected_invalid = self.rejected_invalid.load(Ordering::Relaxed);
@@ -669,14 +696,16 @@ impl<K: BatchKernel> Shared<K> {
         stats
     }
 
-    /// Pushes `item` into the open batch (opening it if empty). Caller holds `central`, has
-    /// checked that the Batcher is open and that there is room for this item. Returns the
+    /// Pushes `item`, submitted at `submitted`, into the open batch (opening it if empty).
+    /// Caller holds `central`, has checked that the Batcher is open and that there is room
+    /// for this item. Returns the
     /// batch, the item's index, and whether an idle worker must be notified (first item: a
     /// new deadline; last item: the batch is full).
     fn accept(
         &self,
         c: &mut Central<K::Item, K::Output>,
         item: K::Item,
+        submitted: Instant,
     ) -> (Arc<BatchShared<K::Output>>, usize, bool) {
         let index = c.items.len();
         let first = c.open.is_none();
@@ -697,7 +726,7 @@ impl<K: BatchKernel> Shared<K> {
                 batch
             }
         };
-        batch.state.lock().entries.push(Entry { waker: None, output: None });
+        batch.state.lock().entries.push(Entry { waker: None, output: None, submitted });
         c.items.push(item);
         let full = c.items.len() >= self.config.max_batch;
         (batch, index, first || full)

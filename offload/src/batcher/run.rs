@@ -142,6 +142,13 @@ impl<K: BatchKernel> Shared<K> {
         };
         let ok = st.failure.is_none();
         let scatter = t_scatter.elapsed();
+        // Per-item latency (see the `latency` module): this slot's histograms, a leaf lock
+        // only this worker takes on the hot path, once per batch.
+        self.item_latency[slot_index].lock().record_batch(
+            taken.closed_at,
+            t_scatter + scatter,
+            st.entries.iter().map(|e| e.submitted),
+        );
         let times = times.unwrap_or_default();
         if let Some(d) = &mut decision {
             d.measured = times.h2d + times.kernel + times.d2h;

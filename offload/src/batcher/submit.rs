@@ -12,6 +12,7 @@ use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
+use std::time::Instant;
 
 /// The future of one [`Batcher::submit`](super::Batcher::submit): resolves to the item's output, or to the error
 /// that refused it (`Invalid`/`Kernel` at submit, `Closed`) or failed its batch (`Batch`).
@@ -26,7 +27,8 @@ pub(super) enum SubmitState<K: BatchKernel> {
     Failed(Option<OffloadError>),
     /// Waiting for room. `ticket`: `None` before it first queued; `Some(t)` after — then it
     /// is either still in `waiters` or was popped and holds a reservation.
-    Waiting { shared: Arc<Shared<K>>, item: Option<K::Item>, ticket: Option<u64> },
+    /// `submitted`: when `submit` was called (the item's queue wait starts there).
+    Waiting { shared: Arc<Shared<K>>, item: Option<K::Item>, ticket: Option<u64>, submitted: Instant },
     /// In batch `batch` at `index`.
     Accepted { batch: Arc<BatchShared<K::Output>>, index: usize },
     /// The result was returned.
@@ -96,7 +98,7 @@ impl<K: BatchKernel> Future for Submit<K> {
                     this.state = SubmitState::Done;
                     return Poll::Ready(out);
                 }
-                SubmitState::Waiting { shared, item, ticket } => {
+                SubmitState::Waiting { shared, item, ticket, submitted } => {
                     let mut c = shared.central.lock();
                     if c.closed {
                         drop(c);
@@ -134,7 +136,7 @@ impl<K: BatchKernel> Future for Submit<K> {
                         this.state = SubmitState::Done;
                         return Poll::Ready(Err(OffloadError::Closed));
                     };
-                    let (batch, index, notify) = shared.accept(&mut c, it);
+                    let (batch, index, notify) = shared.accept(&mut c, it, *submitted);
                     drop(c);
                     if notify {
                         shared.work.notify_one();
