@@ -1,0 +1,87 @@
+//! The `gmprt` command's contract: `--help` everywhere exits 0 with a usage, a bad command line
+//! exits 2 naming what is wrong, a story runs with its own flags, and `gmprt trace` writes a
+//! trace that passes the runtime's structural check.
+use std::process::{Command, Output};
+
+fn gmprt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gmprt"))
+        .args(args)
+        .current_dir(std::env::temp_dir())
+        .output()
+        .expect("the gmprt binary runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).to_string(), String::from_utf8_lossy(&o.stderr).to_string())
+}
+
+#[test]
+fn help_lists_every_subcommand() {
+    let o = gmprt(&["--help"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    for sub in ["tour", "story", "explain", "calibrate", "trace", "bench"] {
+        assert!(out.contains(&format!("  {sub} ")), "--help does not list {sub}:\n{out}");
+    }
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    for (sub, usage) in [
+        ("tour", "Usage: gmprt tour"),
+        ("story", "STORY [FLAGS]"),
+        ("explain", "Usage: explain"),
+        ("calibrate", "Usage: gmprt calibrate"),
+        ("trace", "Usage: gmprt trace"),
+        ("bench", "Usage: gmprt bench"),
+    ] {
+        let o = gmprt(&[sub, "--help"]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{sub} --help: {err}");
+        assert!(out.contains(usage), "{sub} --help lacks {usage:?}:\n{out}");
+    }
+    // A story's own help, through `gmprt story`.
+    let o = gmprt(&["story", "million_tasks", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(text(&o).0.contains("--tasks"), "{}", text(&o).0);
+}
+
+#[test]
+fn bad_command_lines_exit_2_saying_why() {
+    for (args, says) in [
+        (&["frob"][..], "unrecognized subcommand 'frob'"),
+        (&["bench", "--frob"][..], "unexpected argument '--frob'"),
+        (&["story", "nope"][..], "no story named \"nope\""),
+        (&["story", "million_tasks", "--frob"][..], "'--frob'"),
+        (&["story", "million_tasks", "--tasks", "-5"][..], "--tasks"),
+        (&["trace", "million_tasks"][..], "--out <FILE.json>"),
+        (&["trace", "no_such_story", "--out", "x.json"][..], "no_such_story"),
+        (&["trace", "million_tasks", "--out", "x.json", "--window-ms", "0"][..], "--window-ms"),
+        (&["calibrate"][..], "--save <FILE.json>"),
+        (&["calibrate", "--save", "p.json", "--device", "tpu"][..], "tpu"),
+    ] {
+        let o = gmprt(args);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?} does not say {says:?}:\n{err}");
+    }
+}
+
+#[test]
+fn a_story_runs_with_its_own_flags() {
+    let o = gmprt(&["story", "million_tasks", "--tasks", "1000", "--procs", "2"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains("million_tasks runtime=gmprt mode=spawn tasks=1000 procs=2"), "{out}");
+}
+
+#[test]
+fn bench_json_has_a_row_per_measurement() {
+    let o = gmprt(&["bench", "--reps", "1", "--json", "--procs", "2"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("bench --json prints JSON");
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 4, "{out}");
+    assert!(rows.iter().take(3).all(|r| r["peer"] == "tokio" && r["ratio"].is_number()), "{out}");
+}
