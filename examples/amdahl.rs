@@ -264,7 +264,7 @@ fn plot(o: &Outcome, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
 /// Parses `args` (the program's name first) and runs the story; what `main` and `gmprt tour`
 /// call. A bad command line prints its error and exits 2 (`--help` prints and exits 0).
 pub fn main_from(args: Vec<OsString>) {
-    let a: Args = common::try_parse_from(args).unwrap_or_else(|e| e.exit());
+    let a: Args = common::parse_from(args);
     match run(&a) {
         Ok(o) if a.json => {
             println!("{}", serde_json::to_string_pretty(&o).unwrap_or_else(|e| fail(NAME, e)))
