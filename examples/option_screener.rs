@@ -89,6 +89,9 @@ struct Way {
     /// (transfers, kernel) device time, when the way used the device.
     split: Option<(Duration, Duration)>,
     results: Option<BsResults>,
+    /// Through the Batcher: each item's submit → result latency, split into queue wait and
+    /// batch time (the Batcher's `report()`), as lines to print under the table.
+    latency: Option<[String; 3]>,
 }
 
 // In the `gmprt` command, which includes this file as a module, `main_from` is called instead.
@@ -141,6 +144,7 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
         pcie_bytes: 0,
         split: None,
         results: Some(collect(&greeks)),
+        latency: None,
     });
 
     // 2. Data-parallel chunks over the Ps.
@@ -176,6 +180,7 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
         pcie_bytes: 0,
         split: None,
         results: Some(res),
+        latency: None,
     });
 
     // 3. One launch per task (max_batch = 1), capped and extrapolated.
@@ -219,6 +224,7 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
                 pcie_bytes: if resident { 0 } else { (n * (IN_WORDS + OUT_WORDS) * 4) as u64 },
                 split: Some((ph.h2d + ph.d2h, ph.kernel)),
                 results: Some(from_words(n, &out)),
+                latency: None,
             }),
             Err(e) => println!("{name}: failed: {e}"),
         }
@@ -312,6 +318,7 @@ fn through_batcher(
     let time = t.elapsed();
     batcher.shutdown();
     let s = batcher.stats();
+    let r = batcher.report();
     let n_full = chain.len();
     Way {
         name,
@@ -321,6 +328,11 @@ fn through_batcher(
         pcie_bytes: s.bytes_h2d + s.bytes_d2h,
         split: Some((s.h2d + s.d2h, s.kernel)),
         results: Some(collect(&greeks)),
+        latency: Some([
+            format!("latency {}", r.latency),
+            format!("queue wait {}", r.queue_wait),
+            format!("batch time {}", r.batch_time),
+        ]),
     }
 }
 
@@ -398,6 +410,12 @@ fn print_table(n: usize, ways: &[Way], device: &Device) {
             (w.pcie_bytes as f64 * scale).round() as u64,
             split
         );
+    }
+    for w in ways {
+        if let Some([latency, queue_wait, batch_time]) = &w.latency {
+            println!("{} per item (submit → result, as run):", w.name);
+            println!("    {latency}\n    {queue_wait}\n    {batch_time}");
+        }
     }
 }
 
