@@ -154,13 +154,20 @@ impl Cli for Args {
 /// Measures a profile on `device`, or exits 2 saying why not.
 fn measure(device: &Device, quick: bool) -> DeviceProfile {
     let max_procs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    eprintln!(
-        "{NAME}: calibrating on {} (1..{max_procs} Ps{}) ...",
+    let what = format!(
+        "{NAME}: calibrating on {} (1..{max_procs} Ps{})",
         device.describe(),
         if quick { ", quick" } else { "" }
     );
-    calibrate(device, &CalibrateOptions { max_procs, repeats: 3, quick })
-        .unwrap_or_else(|e| fail(&format!("{NAME}: calibrating on {}", device.describe()), e.to_string()))
+    eprintln!("{what} ...");
+    // Calibration takes seconds to a minute: a spinner on stderr meanwhile (indicatif hides it
+    // when stderr is not a terminal).
+    let pb = indicatif::ProgressBar::new_spinner().with_message(what);
+    // 100 ms: smooth enough to show life, rare enough to cost nothing.
+    pb.enable_steady_tick(std::time::Duration::from_millis(100));
+    let r = calibrate(device, &CalibrateOptions { max_procs, repeats: 3, quick });
+    pb.finish_and_clear();
+    r.unwrap_or_else(|e| fail(&format!("{NAME}: calibrating on {}", device.describe()), e.to_string()))
 }
 
 /// The profile, and a note on why it was chosen (for the default).

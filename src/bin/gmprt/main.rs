@@ -223,7 +223,7 @@ fn tour(out: &std::path::Path) {
                 "--parallel".into(),
                 "2e7".into(),
                 "--reps".into(),
-                "1".into(),
+                "3".into(),
                 "--out".into(),
                 amdahl_svg,
             ],
