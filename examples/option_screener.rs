@@ -26,6 +26,7 @@ use gmprt::kernels::black_scholes::{
     price_greeks, stage_words, synthetic_chain, BsBatch, BsResults, Contract, Greeks, IN_WORDS, OUT_WORDS,
 };
 use gmprt::offload::jobs::BlackScholes;
+use gmprt::offload::timeline::Report;
 use gmprt::offload::{Batcher, BatcherConfig, Device, DeviceKind, PhaseTimes};
 use gmprt::runtime::Runtime;
 use std::time::{Duration, Instant};
@@ -63,6 +64,9 @@ struct Args {
     /// Contracts way 3 (one launch per task) runs before extrapolating to N
     #[arg(long, value_name = "N", default_value_t = 20_000, value_parser = positive)]
     per_launch_cap: usize,
+    /// Print the ways, their agreement and the Batcher's reports as JSON instead of tables
+    #[arg(long)]
+    json: bool,
 }
 
 impl Cli for Args {}
@@ -79,6 +83,7 @@ fn check_memory(n: usize) -> Result<(), TooBig> {
 }
 
 /// One row of the table.
+#[derive(serde::Serialize)]
 struct Way {
     name: String,
     time: Duration,
@@ -88,10 +93,11 @@ struct Way {
     pcie_bytes: u64,
     /// (transfers, kernel) device time, when the way used the device.
     split: Option<(Duration, Duration)>,
+    #[serde(skip)]
     results: Option<BsResults>,
-    /// Through the Batcher: each item's submit → result latency, split into queue wait and
-    /// batch time (the Batcher's `report()`), as lines to print under the table.
-    latency: Option<[String; 3]>,
+    /// Through the Batcher: its `report()`, with each item's submit → result latency split
+    /// into queue wait and batch time.
+    report: Option<Report>,
 }
 
 // In the `gmprt` command, which includes this file as a module, `main_from` is called instead.
@@ -110,7 +116,9 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
     let procs = rt.procs();
     let (n, seed) = (a.n, a.seed as u64);
     let asked = format!("--n {n}");
-    println!("option_screener: {n} contracts (seed {seed}), {procs} procs; device {}", device.describe());
+    if !a.json {
+        println!("option_screener: {n} contracts (seed {seed}), {procs} procs; device {}", device.describe());
+    }
     let chain: &'static [Contract] = Vec::leak(synthetic_chain(n, seed));
     let batch: &'static BsBatch = Box::leak(Box::new(BsBatch::from_contracts(chain)));
     let mut ways = Vec::new();
@@ -144,7 +152,7 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
         pcie_bytes: 0,
         split: None,
         results: Some(collect(&greeks)),
-        latency: None,
+        report: None,
     });
 
     // 2. Data-parallel chunks over the Ps.
@@ -180,7 +188,7 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
         pcie_bytes: 0,
         split: None,
         results: Some(res),
-        latency: None,
+        report: None,
     });
 
     // 3. One launch per task (max_batch = 1), capped and extrapolated.
@@ -224,17 +232,31 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
                 pcie_bytes: if resident { 0 } else { (n * (IN_WORDS + OUT_WORDS) * 4) as u64 },
                 split: Some((ph.h2d + ph.d2h, ph.kernel)),
                 results: Some(from_words(n, &out)),
-                latency: None,
+                report: None,
             }),
-            Err(e) => println!("{name}: failed: {e}"),
+            Err(e) => eprintln!("{name}: failed: {e}"),
         }
     }
 
-    print_table(n, &ways, &device);
     // The device ways ran the device's kernel build: CUDA's math functions on a GPU, the
     // CPU's on the Host device.
     let device_math = if device.kind() == DeviceKind::Cuda { CUDA_MATH } else { CPU_MATH };
     let worst = worst_ratios(&ways, chain, &device_math);
+    if a.json {
+        let all = worst.iter().flatten().flatten().fold(0f64, |m, &x| m.max(x));
+        let agree = !(all.is_nan() || all > 1.0);
+        let v = serde_json::json!({
+            "n": n, "seed": seed, "procs": procs, "device": device.describe(),
+            "ways": ways, "worst_error_over_tolerance": worst, "outputs": OUTPUT_NAMES, "agree": agree,
+        });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_else(|e| fail(NAME, e)));
+        if !agree {
+            eprintln!("DISAGREEMENT: worst error/tolerance {all:.3} > 1");
+            std::process::exit(1);
+        }
+        return;
+    }
+    print_table(n, &ways, &device);
     println!("\nagreement with way 2 (tolerance: {TOLERANCE_RULE})");
     println!(
         "device ways are judged with the {} math functions' accuracy ({device_math:?}); 1.000 = at the tolerance",
@@ -318,7 +340,6 @@ fn through_batcher(
     let time = t.elapsed();
     batcher.shutdown();
     let s = batcher.stats();
-    let r = batcher.report();
     let n_full = chain.len();
     Way {
         name,
@@ -328,11 +349,7 @@ fn through_batcher(
         pcie_bytes: s.bytes_h2d + s.bytes_d2h,
         split: Some((s.h2d + s.d2h, s.kernel)),
         results: Some(collect(&greeks)),
-        latency: Some([
-            format!("latency {}", r.latency),
-            format!("queue wait {}", r.queue_wait),
-            format!("batch time {}", r.batch_time),
-        ]),
+        report: Some(batcher.report()),
     }
 }
 
@@ -412,9 +429,12 @@ fn print_table(n: usize, ways: &[Way], device: &Device) {
         );
     }
     for w in ways {
-        if let Some([latency, queue_wait, batch_time]) = &w.latency {
+        if let Some(r) = &w.report {
             println!("{} per item (submit → result, as run):", w.name);
-            println!("    {latency}\n    {queue_wait}\n    {batch_time}");
+            println!(
+                "    latency {}\n    queue wait {}\n    batch time {}",
+                r.latency, r.queue_wait, r.batch_time
+            );
         }
     }
 }
