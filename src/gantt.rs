@@ -380,6 +380,9 @@ pub struct Rendered {
 /// `opacity="0.85"` rectangle per bar, so tests can count bars in the document itself.
 pub const BAR_OPACITY: f64 = 0.85;
 
+/// Pixels between legend rows.
+const LEGEND_ROW: i32 = 18;
+
 /// Draws `window` of `trace` as an SVG Gantt chart (see the module docs). Errors when the
 /// window is malformed or has no slice in it.
 pub fn render(trace: &Trace, window: Window) -> Result<Rendered, GanttError> {
@@ -398,9 +401,14 @@ pub fn render(trace: &Trace, window: Window) -> Result<Rendered, GanttError> {
     if in_window.is_empty() || end_us <= start_us {
         return Err(GanttError::EmptyWindow { start_us, len_us, span_us: trace.span_us });
     }
-    let (w, row_h) = (1400u32, 28u32);
-    let label_w = 150u32;
-    let h = 120 + row_h * trace.lanes.len() as u32;
+    let mut kinds: Vec<Kind> = in_window.iter().map(|s| s.kind).collect();
+    kinds.sort();
+    kinds.dedup();
+    // Pixels: a 1400-wide picture, lane names in 150 on the left, the legend in 210 on the
+    // right; 28 per lane row, 120 for the caption and the axis, and room for every legend row.
+    let (w, row_h, label_w, legend_w) = (1400u32, 28u32, 150u32, 210u32);
+    let legend_h = 60 + LEGEND_ROW as u32 * (kinds.len() as u32 + 1);
+    let h = (120 + row_h * trace.lanes.len() as u32).max(legend_h);
     let n = trace.lanes.len() as f64;
     let ms = end_us - start_us > 10_000.0;
     let draw = |e: &dyn fmt::Display| GanttError::Draw(e.to_string());
@@ -409,7 +417,8 @@ pub fn render(trace: &Trace, window: Window) -> Result<Rendered, GanttError> {
     {
         let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| draw(&e))?;
-        let (labels, plot) = root.split_horizontally(label_w);
+        let (labels, rest) = root.split_horizontally(label_w);
+        let (plot, legend) = rest.split_horizontally(w - label_w - legend_w);
         let mut chart = ChartBuilder::on(&plot)
             .caption(
                 format!("gmprt trace, {:.3} ms to {:.3} ms", start_us / 1e3, end_us / 1e3),
@@ -430,7 +439,7 @@ pub fn render(trace: &Trace, window: Window) -> Result<Rendered, GanttError> {
         // Row i is drawn from the top: y runs from n (top) to 0.
         let row = |lane: usize| n - lane as f64;
         // A bar at least one pixel wide, so a short poll in a long window still shows.
-        let px = (end_us - start_us) / f64::from(w - label_w);
+        let px = (end_us - start_us) / f64::from(w - label_w - legend_w);
         chart
             .draw_series(in_window.iter().map(|s| {
                 let x0 = (s.start_us - start_us).max(0.0);
@@ -460,30 +469,21 @@ pub fn render(trace: &Trace, window: Window) -> Result<Rendered, GanttError> {
                 PathElement::new([a, b], RGBColor(30, 30, 30).mix(0.6).stroke_width(1))
             }))
             .map_err(|e| draw(&e))?;
-        let mut kinds: Vec<Kind> = in_window.iter().map(|s| s.kind).collect();
-        kinds.sort();
-        kinds.dedup();
-        for k in kinds {
-            chart
-                .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
-                .map_err(|e| draw(&e))?
-                .label(k.label())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], k.colour().filled()));
+        // The legend, in the strip right of the plot: the kinds present, then the flows.
+        let font = ("sans-serif", 13).into_font();
+        let mut y = 40;
+        for k in &kinds {
+            legend
+                .draw(&Rectangle::new([(10, y), (24, y + 12)], k.colour().filled()))
+                .map_err(|e| draw(&e))?;
+            legend.draw(&Text::new(k.label(), (30, y), font.clone())).map_err(|e| draw(&e))?;
+            y += LEGEND_ROW;
         }
         if flows > 0 {
-            chart
-                .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
-                .map_err(|e| draw(&e))?
-                .label("wake-up / hand-off (flow)")
-                .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], BLACK.stroke_width(1)));
+            let line = PathElement::new([(10, y + 6), (24, y + 6)], BLACK.stroke_width(1));
+            legend.draw(&line).map_err(|e| draw(&e))?;
+            legend.draw(&Text::new("wake-up / hand-off (flow)", (30, y), font)).map_err(|e| draw(&e))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| draw(&e))?;
         // Lane names, level with their rows, in the strip left of the plot.
         for (i, name) in trace.lanes.iter().enumerate() {
             let (_, py) = chart.backend_coord(&(0.0, row(i) - 0.5));

@@ -20,7 +20,7 @@ fn help_lists_every_subcommand() {
     let o = gmprt(&["--help"]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    for sub in ["tour", "story", "explain", "calibrate", "trace", "bench"] {
+    for sub in ["tour", "story", "explain", "calibrate", "trace", "gantt", "bench"] {
         assert!(out.contains(&format!("  {sub} ")), "--help does not list {sub}:\n{out}");
     }
 }
@@ -33,6 +33,7 @@ fn every_subcommand_has_help() {
         ("explain", "Usage: explain"),
         ("calibrate", "Usage: gmprt calibrate"),
         ("trace", "Usage: gmprt trace"),
+        ("gantt", "Usage: gmprt gantt"),
         ("bench", "Usage: gmprt bench"),
     ] {
         let o = gmprt(&[sub, "--help"]);
@@ -84,4 +85,30 @@ fn bench_json_has_a_row_per_measurement() {
     let rows = v["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 4, "{out}");
     assert!(rows.iter().take(3).all(|r| r["peer"] == "tokio" && r["ratio"].is_number()), "{out}");
+}
+
+#[test]
+fn gantt_draws_a_trace_file_and_refuses_a_bad_one() {
+    let dir = std::env::temp_dir().join(format!("gmprt-cli-gantt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (good, bad, svg) = (dir.join("t.json"), dir.join("bad.json"), dir.join("g.svg"));
+    let trace = serde_json::json!({"traceEvents": [
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 0, "args": {"name": "P0"}},
+        {"ph": "X", "name": "poll task 1", "pid": 1, "tid": 0, "ts": 5.0, "dur": 10.0},
+        {"ph": "X", "name": "poll task 2", "pid": 1, "tid": 0, "ts": 20.0, "dur": 10.0},
+    ]});
+    std::fs::write(&good, trace.to_string()).unwrap();
+    std::fs::write(&bad, r#"{"traceEvents": [{"ph": "X", "pid": 1, "tid": 0, "ts": 1}]}"#).unwrap();
+    let o = gmprt(&["gantt", good.to_str().unwrap(), "--svg", svg.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains("(2 bars, 0 flows on 1 lanes"), "{out}");
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("\nP0\n</text>"));
+    let o = gmprt(&["gantt", bad.to_str().unwrap(), "--svg", svg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("traceEvents[0]: slice without numeric \"dur\""), "{}", text(&o).1);
+    let o = gmprt(&["gantt", good.to_str().unwrap(), "--svg", svg.to_str().unwrap(), "--start-ms", "9"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("no slice in the window"), "{}", text(&o).1);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

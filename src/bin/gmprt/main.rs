@@ -7,6 +7,7 @@
 //! gmprt explain [explain's flags]            why a kernel runs where it runs (the cost model)
 //! gmprt calibrate --save profile.json        measure this machine's device profile
 //! gmprt trace <story> [story flags] --out trace.json [--svg gantt.svg --start-ms S --window-ms W]
+//! gmprt gantt trace.json --svg gantt.svg     draw a window of a trace recorded earlier
 //! gmprt bench [--json]                       quick in-process measurements, gmprt against tokio
 //! ```
 //!
@@ -100,6 +101,8 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "STORY [FLAGS]")]
         args: Vec<OsString>,
     },
+    /// Draws a window of a trace recorded earlier as an SVG Gantt chart
+    Gantt(trace::GanttArgs),
     /// Quick in-process measurements (medians of a few runs), each beside its peer on tokio
     Bench(bench::Args),
 }
@@ -286,6 +289,7 @@ fn main() {
         Cmd::Explain { args } => Story::Explain.run(&args),
         Cmd::Calibrate(a) => calibrate::run(&a),
         Cmd::Trace { args } => trace::run(args),
+        Cmd::Gantt(a) => trace::gantt(&a),
         Cmd::Bench(a) => bench::run(&a),
     }
 }

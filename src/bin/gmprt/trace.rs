@@ -4,6 +4,8 @@
 //!
 //! trace's own flags and the story's may be mixed after the story's name: the flags below are
 //! trace's, every other argument after the story's name is the story's.
+//!
+//! `gmprt gantt trace.json --svg gantt.svg` draws a window of a trace recorded earlier.
 use crate::{fail, Story};
 use clap::Parser;
 use gmprt::gantt::{self, Window};
@@ -179,6 +181,45 @@ pub fn run(args: Vec<OsString>) {
         );
     }
     println!("open the trace in ui.perfetto.dev or chrome://tracing");
+}
+
+/// `gmprt gantt`'s flags.
+#[derive(clap::Args, Debug)]
+pub struct GanttArgs {
+    /// A Chrome trace-event JSON file (from `gmprt trace` or GMPRT_TRACE)
+    #[arg(value_name = "TRACE.json")]
+    trace: PathBuf,
+    /// Where the SVG goes
+    #[arg(long, value_name = "FILE.svg", default_value = "gantt.svg")]
+    svg: PathBuf,
+    /// The window starts this many ms after the trace's first event
+    #[arg(long = "start-ms", value_name = "MS", default_value_t = 0.0, value_parser = non_negative)]
+    start_ms: f64,
+    /// The window is this many ms long
+    #[arg(long = "window-ms", value_name = "MS", default_value_t = 2.0, value_parser = positive_ms)]
+    window_ms: f64,
+}
+
+/// Runs `gmprt gantt`: reads, checks and draws a trace recorded earlier.
+pub fn gantt(a: &GanttArgs) {
+    let what = format!("gmprt gantt: {}", a.trace.display());
+    let text = std::fs::read_to_string(&a.trace).unwrap_or_else(|e| fail(&what, e));
+    let v: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| fail(&format!("{what} is not JSON"), e));
+    let t = check(&v).unwrap_or_else(|e| fail(&format!("{what} failed its check"), e));
+    let r = gantt::render(&t, Window::ms(a.start_ms, a.window_ms)).unwrap_or_else(|e| fail(&what, e));
+    std::fs::write(&a.svg, &r.svg)
+        .unwrap_or_else(|e| fail(&format!("gmprt gantt: --svg {}", a.svg.display()), e));
+    println!(
+        "gantt: {} ({} bars, {} flows on {} lanes, {:.3} ms from {:.3} ms; {} events not drawn)",
+        a.svg.display(),
+        r.bars,
+        r.flows,
+        r.lanes,
+        a.window_ms,
+        a.start_ms,
+        r.ignored
+    );
 }
 
 /// The trace's structure: the runtime's own check, then the chart's reading of it.
