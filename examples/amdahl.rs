@@ -269,10 +269,19 @@ fn plot(o: &Outcome, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
         .label("measured (median)")
         .legend(|(x, y)| Circle::new((x + 10, y), 5, RED.filled()));
     if o.cores < o.rows.len() {
+        // Right of this line there are more Ps than cores: no hardware is added.
         let c = o.cores as f64 + 0.5;
-        chart.draw_series(LineSeries::new([(c, 0.0), (c, max + 0.5)], BLACK.mix(0.5)))?;
+        chart
+            .draw_series(LineSeries::new([(c, 0.0), (c, max + 0.5)], RED.mix(0.5).stroke_width(2)))?
+            .label(format!("{} cores: more Ps add no hardware", o.cores))
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], RED.mix(0.5).stroke_width(2)));
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.9)).border_style(BLACK).draw()?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()?;
     root.present()?;
     Ok(())
 }
