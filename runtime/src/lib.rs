@@ -19,7 +19,7 @@
 //!     }
 //!     sum
 //! });
-//! assert_eq!(total, (0..1000u64).map(|i| i * i).sum());
+//! assert_eq!(total, (0..1000u64).map(|i| i * i).sum::<u64>());
 //! ```
 //!
 //! What gmprt cannot do that Go can: preempt. Go interrupts a goroutine that runs too long

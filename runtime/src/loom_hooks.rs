@@ -38,7 +38,7 @@ impl Scheduler {
             procs,
             thread_name: "loom-m".to_string(),
             stack_size: None,
-            tracer: None,
+            trace: None,
             task_cache: true,
             max_threads: crate::DEFAULT_MAX_THREADS,
         });

@@ -5,7 +5,8 @@ use crate::sched::context::{enter, with_current, Context};
 use crate::sched::stats::RuntimeStats;
 use crate::sched::{Config, Refused, Shared};
 use crate::task::JoinHandle;
-use crate::trace::Tracer;
+use crate::trace::hooks::RtTrace;
+use crate::trace::Recorder;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -92,7 +93,7 @@ pub struct Builder {
     thread_name: Option<String>,
     stack_size: Option<usize>,
     schedtrace: Option<Duration>,
-    tracer: Option<Arc<dyn Tracer>>,
+    trace: Option<std::path::PathBuf>,
     task_cache: Option<bool>,
     max_threads: Option<usize>,
     /// loom models only: Ms started by `build` (default `procs`).
@@ -106,7 +107,7 @@ impl fmt::Debug for Builder {
             .field("procs", &self.procs)
             .field("thread_name", &self.thread_name)
             .field("schedtrace", &self.schedtrace)
-            .field("tracer", &self.tracer.is_some())
+            .field("trace", &self.trace)
             .finish()
     }
 }
@@ -157,9 +158,22 @@ impl Builder {
         self
     }
 
-    /// Attaches a tracer that receives every scheduler event.
-    pub fn tracer(mut self, t: Arc<dyn Tracer>) -> Self {
-        self.tracer = Some(t);
+    /// Records a trace of the whole run and writes it to `path` as Chrome trace-event JSON
+    /// when the runtime shuts down (overrides `GMPRT_TRACE`; see [`crate::trace`]). At most
+    /// `GMPRT_TRACE_MAX_EVENTS` events are kept (default [`crate::trace::DEFAULT_MAX_EVENTS`]);
+    /// the rest are counted and the count is reported.
+    ///
+    /// ```
+    /// let path = std::env::temp_dir().join(format!("gmprt-doc-trace-{}.json", std::process::id()));
+    /// let rt = gmprt_runtime::Runtime::builder().procs(1).trace(&path).build().unwrap();
+    /// rt.block_on(async { gmprt_runtime::spawn(async { 1 }).await.unwrap() });
+    /// drop(rt); // writes the trace
+    /// let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    /// assert!(gmprt_runtime::trace::check(&v).unwrap().slices > 0);
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    pub fn trace(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.trace = Some(path.into());
         self
     }
 
@@ -209,11 +223,24 @@ impl Builder {
             return Err(BuildError::MaxThreads { max_threads, procs });
         }
         let name = self.thread_name.unwrap_or_else(|| "gmprt-m".to_string());
+        let path = self.trace.or_else(|| {
+            std::env::var_os("GMPRT_TRACE").filter(|v| !v.is_empty()).map(std::path::PathBuf::from)
+        });
+        let trace = match path {
+            None => None,
+            Some(path) => {
+                let max = match Self::env_usize("GMPRT_TRACE_MAX_EVENTS")? {
+                    Some(n) => n,
+                    None => crate::trace::DEFAULT_MAX_EVENTS,
+                };
+                Some(RtTrace::new(Recorder::with_capacity(max), procs, path))
+            }
+        };
         let (shared, ps) = Shared::new(Config {
             procs,
             thread_name: name,
             stack_size: self.stack_size,
-            tracer: self.tracer,
+            trace,
             task_cache: self.task_cache.unwrap_or(true),
             max_threads,
         });
@@ -316,6 +343,10 @@ impl Drop for Runtime {
         if let Some(m) = self.monitor.take() {
             let _ = m.join();
         }
+        // Every M and sysmon are joined: the trace is complete.
+        if let Some(t) = &self.shared.trace {
+            t.finish();
+        }
     }
 }
 
@@ -387,6 +418,16 @@ impl Handle {
     /// The number of Ps (gomaxprocs) of this runtime.
     pub fn procs(&self) -> usize {
         self.shared.procs()
+    }
+
+    /// The runtime's trace recorder, if it is tracing (for other crates' lanes and events).
+    ///
+    /// ```
+    /// let rt = gmprt_runtime::Runtime::builder().procs(1).build().unwrap();
+    /// assert!(rt.handle().trace_recorder().is_none());
+    /// ```
+    pub fn trace_recorder(&self) -> Option<Recorder> {
+        self.shared.trace.as_ref().map(|t| t.rec.clone())
     }
 }
 

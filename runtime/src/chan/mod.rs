@@ -22,7 +22,7 @@
 //!     }
 //!     sum
 //! });
-//! assert_eq!(sum, (0..400).sum());
+//! assert_eq!(sum, (0..400).sum::<u64>());
 //! ```
 //!
 //! # Semantics (Go's, plus Rust's ownership)

@@ -37,7 +37,7 @@ use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Order
 use crate::loom::sync::{Condvar, Mutex};
 use crate::task::owned::OwnedTasks;
 use crate::task::{JoinHandle, Notified, TaskId};
-use crate::trace::{TraceEvent, Tracer};
+use crate::trace::hooks::RtTrace;
 use crossbeam_utils::CachePadded;
 use std::future::Future;
 use std::sync::Arc;
@@ -53,7 +53,8 @@ pub(crate) struct Config {
     pub(crate) procs: usize,
     pub(crate) thread_name: String,
     pub(crate) stack_size: Option<usize>,
-    pub(crate) tracer: Option<Arc<dyn Tracer>>,
+    /// Tracing state, when tracing (`trace/hooks.rs`).
+    pub(crate) trace: Option<RtTrace>,
     /// Per-P free lists of task cells (`task/cache.rs`).
     pub(crate) task_cache: bool,
     /// Cap on M threads (Go's `SetMaxThreads`).
@@ -85,7 +86,9 @@ pub(crate) struct Shared {
     pub(crate) external_stats: CachePadded<PStats>,
     /// Victim order for stealing.
     pub(crate) order: RandomOrder,
-    pub(crate) tracer: Option<Arc<dyn Tracer>>,
+    /// Tracing state: `None` unless tracing; fixed at start-up, so every event point is one
+    /// predictable branch on it (`trace/hooks.rs`).
+    pub(crate) trace: Option<RtTrace>,
     pub(crate) thread_name: String,
     pub(crate) stack_size: Option<usize>,
     /// Origin of the runtime's timer clock (`timers.rs`).
@@ -108,7 +111,9 @@ pub(crate) enum Refused {
 impl Shared {
     #[allow(clippy::vec_box)] // Ps are boxed: they move between Ms by pointer.
     pub(crate) fn new(cfg: Config) -> (Shared, Vec<Box<Processor>>) {
-        let Config { procs, thread_name, stack_size, tracer, task_cache, max_threads } = cfg;
+        let Config { procs, thread_name, stack_size, trace, task_cache, max_threads } = cfg;
+        // One clock: the timers' epoch is the trace's.
+        let epoch = trace.as_ref().map_or_else(std::time::Instant::now, |t| t.rec.epoch());
         let mut ps = Vec::with_capacity(procs);
         let mut allp = Vec::with_capacity(procs);
         for id in 0..procs {
@@ -136,10 +141,10 @@ impl Shared {
             owned: OwnedTasks::new(procs),
             external_stats: CachePadded::new(PStats::default()),
             order: RandomOrder::new(procs),
-            tracer,
+            trace,
             thread_name,
             stack_size,
-            epoch: std::time::Instant::now(),
+            epoch,
             monitor: (Mutex::new(sysmon::SysmonCtl::default()), Condvar::new()),
             max_threads,
         };
@@ -265,7 +270,7 @@ impl Shared {
                         let (task, raw) =
                             crate::task::core::allocate(future, id, self.clone(), Some(&mut p.cache));
                         self.allp[p.id].stats.spawned.bump();
-                        self.trace(|| TraceEvent::Spawn { task: id, p: Some(p.id) });
+                        self.trace_ready(task.header());
                         let stealable = p.runqput(self, task, next);
                         drop(guard);
                         if stealable {
@@ -283,7 +288,7 @@ impl Shared {
                 let id = TaskId(self.idgen.fetch_add(1, Relaxed));
                 let (task, raw) = crate::task::core::allocate(future, id, self.clone(), None);
                 self.external_stats.spawned.bump_shared();
-                self.trace(|| TraceEvent::Spawn { task: id, p: None });
+                self.trace_ready(task.header());
                 self.inject(task);
                 Ok(JoinHandle::new(raw))
             }
@@ -294,6 +299,7 @@ impl Shared {
     /// P (`runnext`, or the queue tail when `is_yield`: a task that woke itself must let the
     /// others run); elsewhere to the global queue.
     pub(crate) fn schedule(&self, task: Notified, is_yield: bool) {
+        self.trace_ready(task.header());
         let task = with_current(|cx| {
             if let Some(cx) = cx.filter(|cx| std::ptr::eq(&*cx.shared, self)) {
                 if let Ok(mut guard) = cx.p.try_borrow_mut() {
@@ -396,6 +402,7 @@ impl Shared {
             st.local_queue_lens.push(p.queued());
         }
         st.add(&self.external_stats);
+        st.set_latencies(self.allp.iter().map(|p| &p.stats).chain([&*self.external_stats]));
         st.threads = self.mcount.load(Relaxed);
         st.global_queue_len = self.injector.len();
         st.parked_tasks = self.owned.len();
@@ -451,46 +458,5 @@ impl Shared {
         for t in self.owned.close_and_drain() {
             crate::task::core::shutdown_task(t);
         }
-    }
-
-    #[inline]
-    fn trace(&self, ev: impl FnOnce() -> TraceEvent) {
-        if let Some(t) = &self.tracer {
-            t.event(&ev());
-        }
-    }
-
-    fn current_pid(&self) -> Option<usize> {
-        with_current(|cx| cx.map(|cx| cx.pid.get()).filter(|&p| p != usize::MAX))
-    }
-
-    #[inline]
-    pub(crate) fn trace_poll_begin(&self, task: TaskId) {
-        if self.tracer.is_some() {
-            self.trace(|| TraceEvent::PollBegin { task, p: self.current_pid() });
-        }
-    }
-
-    #[inline]
-    pub(crate) fn trace_poll_end(&self, task: TaskId, ready: bool) {
-        if self.tracer.is_some() {
-            self.trace(|| TraceEvent::PollEnd { task, p: self.current_pid(), ready });
-        }
-    }
-
-    #[inline]
-    pub(crate) fn trace_steal(&self, thief: usize, victim: usize) {
-        self.trace(|| TraceEvent::Steal { thief, victim });
-    }
-
-    pub(crate) fn trace_park(&self) {
-        if self.tracer.is_some() {
-            let m = with_current(|cx| cx.map_or(usize::MAX, |cx| cx.mid));
-            self.trace(|| TraceEvent::Park { m });
-        }
-    }
-
-    pub(crate) fn trace_unpark(&self) {
-        self.trace(|| TraceEvent::Unpark);
     }
 }

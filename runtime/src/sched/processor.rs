@@ -171,6 +171,7 @@ impl Processor {
     /// work was added (a displaced `runnext` or a queue push), i.e. when a `wakep` may help.
     pub(crate) fn runqput(&mut self, shared: &Shared, task: Notified, next: bool) -> bool {
         if next {
+            shared.trace_runnext(self.id, task.id());
             let slot = &shared.allp[self.id].runnext;
             // Only the owner makes the slot non-null, and thieves only take a non-null value,
             // so an empty slot stays empty until we fill it: a plain release store suffices

@@ -7,10 +7,19 @@
 //! shutdown, M parks) go to one shared block with [`Counter::bump_shared`] (a real RMW).
 //! `stats()` sums them; a snapshot taken while tasks run is approximate, one taken when
 //! quiescent is exact.
+//!
+//! Latency histograms (scheduling latency, poll time: see `trace/hooks.rs` for what is
+//! sampled) are per P too, each behind a mutex that only the M holding the P takes while the
+//! run goes on (uncontended: no other M records into it), and `stats()` takes to merge them.
+//! The mutex is taken once per *sampled* poll only.
 
 // Plain std atomics even under loom: the counters are relaxed statistics that no protocol
 // decision reads, and as loom atomics every `bump` would only add a scheduling point.
+use crate::latency::{histogram, LatencySummary};
+use hdrhistogram::Histogram;
+use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, PoisonError};
 
 /// One event counter.
 #[derive(Default)]
@@ -32,9 +41,25 @@ impl Counter {
     }
 }
 
+/// One P's latency histograms (ns).
+pub(crate) struct Latencies {
+    /// Runnable (spawn or wake) → poll start.
+    sched: Histogram<u64>,
+    /// Poll start → poll end.
+    poll: Histogram<u64>,
+}
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Latencies { sched: histogram(), poll: histogram() }
+    }
+}
+
 /// Counters of one P (or of the shared "no P" block).
 #[derive(Default)]
 pub(crate) struct PStats {
+    /// Sampled latencies (see the module docs).
+    pub(crate) latency: Mutex<Latencies>,
     pub(crate) spawned: Counter,
     pub(crate) completed: Counter,
     pub(crate) cancelled: Counter,
@@ -50,8 +75,32 @@ pub(crate) struct PStats {
     pub(crate) long_polls_delaying: Counter,
 }
 
+impl PStats {
+    /// Records one sampled poll: its scheduling latency and its duration (ns).
+    pub(crate) fn record_latency(&self, sched_ns: u64, poll_ns: u64) {
+        // A panic cannot happen while the lock is held (recording into an auto-resizing
+        // histogram does not panic), but a poisoned lock would still hold valid histograms.
+        let mut l = self.latency.lock().unwrap_or_else(PoisonError::into_inner);
+        l.sched.saturating_record(sched_ns);
+        l.poll.saturating_record(poll_ns);
+    }
+}
+
 /// A snapshot of the scheduler's counters (see `Runtime::stats`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// ```
+/// let rt = gmprt_runtime::Runtime::builder().procs(1).build().unwrap();
+/// rt.block_on(async {
+///     for _ in 0..64 {
+///         gmprt_runtime::spawn(async {}).await.unwrap();
+///     }
+/// });
+/// let st = rt.stats();
+/// assert!(st.sched_latency.count > 0); // 1 in 8 readiness events is timed
+/// let json = serde_json::to_value(&st).unwrap();
+/// assert!(json["poll_time"]["p99"].is_object());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RuntimeStats {
     /// Number of Ps (GOMAXPROCS).
     pub procs: usize,
@@ -93,6 +142,13 @@ pub struct RuntimeStats {
     pub parked_tasks: usize,
     /// Timers registered in the per-P heaps (pending `sleep`s).
     pub timers: usize,
+    /// Scheduling latency: from a task becoming runnable (spawned or woken) to its poll
+    /// starting, Go's `/sched/latencies`. Sampled: 1 in 8 readiness events per thread, as Go's
+    /// `gTrackingPeriod` (every one while tracing).
+    pub sched_latency: LatencySummary,
+    /// Duration of the polls whose scheduling latency was sampled (tokio's poll-time
+    /// histogram): a long tail here is tasks hogging their P.
+    pub poll_time: LatencySummary,
 }
 
 impl RuntimeStats {
@@ -100,6 +156,19 @@ impl RuntimeStats {
     /// tasks run reads the counters one after another, so it saturates at zero.
     pub fn live(&self) -> u64 {
         self.spawned.saturating_sub(self.completed + self.cancelled)
+    }
+
+    /// Sets the latency summaries from the merged histograms of `blocks`.
+    pub(crate) fn set_latencies<'a>(&mut self, blocks: impl Iterator<Item = &'a PStats>) {
+        let (mut sched, mut poll) = (histogram(), histogram());
+        for b in blocks {
+            let l = b.latency.lock().unwrap_or_else(PoisonError::into_inner);
+            // Same precision, auto-resizing: `add` cannot fail.
+            let _ = sched.add(&l.sched);
+            let _ = poll.add(&l.poll);
+        }
+        self.sched_latency = LatencySummary::from_histogram(&sched);
+        self.poll_time = LatencySummary::from_histogram(&poll);
     }
 
     pub(crate) fn add(&mut self, p: &PStats) {

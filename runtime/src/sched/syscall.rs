@@ -94,6 +94,7 @@ where
         if shared.nmidle.load(SeqCst) == 0 && shared.mcount.load(SeqCst) >= shared.max_threads {
             return Some(Err(shared.max_threads));
         }
+        shared.trace_syscall_enter(pid, cx.mid);
         let p = cx.take_p().expect("an M with a pid holds its P");
         let ps = &shared.allp[pid];
         ps.syscall_when.store(shared.now_nanos(), SeqCst);
@@ -137,6 +138,7 @@ impl Shared {
                 cx.set_p(Some(p));
             }
         });
+        self.trace_syscall_exit();
     }
 
     /// Slow path of `exitsyscall`: an idle P, or wait for one as a syscall waiter.

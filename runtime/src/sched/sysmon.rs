@@ -88,6 +88,7 @@ impl Shared {
                         let p = ps.syscall_slot.lock().take();
                         if let Some(p) = p {
                             self.external_stats.retakes.bump_shared();
+                            self.trace_retake(pid);
                             self.handoffp(s, p);
                             acted = true;
                         }

@@ -59,6 +59,7 @@ impl Shared {
         // Woken outside the lock (a wake may run arbitrary scheduler code), to the tail of our
         // queue in deadline order: timers fire in order, and the tasks run in that order.
         let fired = !wakers.is_empty();
+        let (t0, n) = (self.trace_timers_begin(), wakers.len());
         with_current(|cx| {
             let prev = cx.map(|cx| cx.wake_to_tail.replace(true));
             for w in wakers {
@@ -68,6 +69,10 @@ impl Shared {
                 cx.wake_to_tail.set(prev);
             }
         });
+        if fired {
+            // A `timers` slice on this M's lane; the woken tasks' wake flows leave it.
+            self.trace_timers_end(t0, n);
+        }
         fired
     }
 

@@ -60,6 +60,11 @@ pub(crate) struct Header {
     pub(crate) sched: NonNull<Shared>,
     /// The joiner's waker; see the `JOIN_WAKER` rules in `state.rs`.
     pub(crate) join_waker: UnsafeCell<Option<Waker>>,
+    /// When the task last became runnable (trace-clock ns + 1), if that readiness is tracked
+    /// (0: not tracked); read and cleared by the next poll. See `trace/hooks.rs` (sampling,
+    /// and why `Relaxed` suffices). A plain std atomic under loom too: a statistic that no
+    /// protocol decision reads.
+    pub(crate) woken_at: std::sync::atomic::AtomicU64,
 }
 
 // SAFETY: the header is shared between threads by design; every field is either atomic,
@@ -111,6 +116,7 @@ where
             // SAFETY: Arc::into_raw never returns null.
             sched: unsafe { NonNull::new_unchecked(Arc::into_raw(sched) as *mut Shared) },
             join_waker: UnsafeCell::new(None),
+            woken_at: std::sync::atomic::AtomicU64::new(0),
         },
         stage: UnsafeCell::new(Stage::Running(future)),
     };
@@ -153,6 +159,12 @@ impl Notified {
     /// Shutdown: drops the future (if unfinished) and this reference.
     pub(crate) fn shutdown(self) {
         shutdown_task(self.into_raw());
+    }
+
+    /// The task's header (its id, its readiness stamp).
+    pub(crate) fn header(&self) -> &Header {
+        // SAFETY: we own a reference, so the cell is alive.
+        unsafe { self.0.as_ref() }
     }
 
     /// The task's id (as a number, for sysmon's report).
@@ -229,7 +241,7 @@ where
         ToRunning::Poll => {}
     }
     let shared = header.shared();
-    shared.trace_poll_begin(header.id);
+    let mark = shared.trace_poll_begin(header);
     // The waker borrows our queue reference: no count change.
     let waker = ManuallyDrop::new(super::waker::waker_ref(ptr));
     let mut cx = Context::from_waker(&waker);
@@ -247,7 +259,7 @@ where
     });
     let out = match res {
         Ok(Poll::Pending) => {
-            shared.trace_poll_end(header.id, false);
+            shared.trace_poll_end(header, mark, false);
             // About to park (not woken during the poll): make the task findable by shutdown.
             // We still hold RUNNING, which `owned.insert` requires.
             // One load decides: woken or aborted during the poll (not parking), or already
@@ -269,7 +281,7 @@ where
         Ok(Poll::Ready(v)) => Ok(v),
         Err(p) => Err(JoinError::Panicked(panic_message(p))),
     };
-    shared.trace_poll_end(header.id, true);
+    shared.trace_poll_end(header, mark, true);
     // Drop the future before publishing the output; a panicking destructor becomes the result.
     // SAFETY: still RUNNING.
     let out = match unsafe { drop_stage::<F>(ptr) } {
@@ -393,10 +405,11 @@ mod tests {
     use super::*;
 
     /// The per-task overhead the docs quote (and `million_tasks --park` measures): a 64-byte
-    /// header — state 8, vtable 8, owned-list links 16, id 8, scheduler 8, join waker 16.
+    /// header — state 8, vtable 8, owned-list links 16, id 8, scheduler 8, join waker 16 —
+    /// plus the readiness stamp (8) that scheduling latency and trace flows read.
     #[test]
-    fn header_is_64_bytes() {
-        assert_eq!(std::mem::size_of::<Header>(), 64);
+    fn header_is_72_bytes() {
+        assert_eq!(std::mem::size_of::<Header>(), 72);
     }
 
     /// A cell is the header followed by the stage: no hidden per-task allocation.
