@@ -205,6 +205,8 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
         stats.parks,
         stats.threads
     );
+    println!("scheduling latency (wake → poll): {}", stats.sched_latency);
+    println!("poll time:                        {}", stats.poll_time);
     let wait_share = 100.0 * wait.as_secs_f64() / (cpu + wait).as_secs_f64().max(f64::MIN_POSITIVE);
     println!(
         "why a GPU could not speed this up: {wait_share:.3}% of each request's time is waiting for a reply; no processor makes the remote end answer sooner (concurrency, not parallelism)."

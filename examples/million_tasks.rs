@@ -273,6 +273,9 @@ fn run<R: Rt>(rt: R, a: &Args) {
     let ns_per_task = elapsed.as_nanos() as f64 / n as f64;
     let counters = rt.stats_line().map_or(String::new(), |l| format!("; {l}"));
     println!("{ns_per_task:.1} ns per task; peak RSS {:.1} MiB{counters}", mib(peak));
+    for line in rt.latency_lines() {
+        println!("{line}");
+    }
     drop(rt);
     let runtime = R::NAME;
     println!(

@@ -93,6 +93,7 @@ fn gantt_draws_a_trace_file_and_refuses_a_bad_one() {
     std::fs::create_dir_all(&dir).unwrap();
     let (good, bad, svg) = (dir.join("t.json"), dir.join("bad.json"), dir.join("g.svg"));
     let trace = serde_json::json!({"traceEvents": [
+        {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "gmprt"}},
         {"ph": "M", "name": "thread_name", "pid": 1, "tid": 0, "args": {"name": "P0"}},
         {"ph": "X", "name": "poll task 1", "pid": 1, "tid": 0, "ts": 5.0, "dur": 10.0},
         {"ph": "X", "name": "poll task 2", "pid": 1, "tid": 0, "ts": 20.0, "dur": 10.0},
@@ -106,9 +107,48 @@ fn gantt_draws_a_trace_file_and_refuses_a_bad_one() {
     assert!(std::fs::read_to_string(&svg).unwrap().contains("\nP0\n</text>"));
     let o = gmprt(&["gantt", bad.to_str().unwrap(), "--svg", svg.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).1.contains("traceEvents[0]: slice without numeric \"dur\""), "{}", text(&o).1);
+    assert!(text(&o).1.contains("failed its check"), "{}", text(&o).1);
     let o = gmprt(&["gantt", good.to_str().unwrap(), "--svg", svg.to_str().unwrap(), "--start-ms", "9"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("no slice in the window"), "{}", text(&o).1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn trace_records_a_story_and_the_trace_passes_the_check() {
+    let dir = std::env::temp_dir().join(format!("gmprt-cli-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (json, svg) = (dir.join("t.json"), dir.join("g.svg"));
+    let o = gmprt(&[
+        "trace",
+        "million_tasks",
+        "--tasks",
+        "2000",
+        "--procs",
+        "2",
+        "--out",
+        json.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+        "--window-ms",
+        "1000",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    // The story ran with its own flags, and the trace was checked.
+    assert!(out.contains("million_tasks runtime=gmprt mode=spawn tasks=2000 procs=2"), "{out}");
+    assert!(out.contains("structure checked"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let s = gmprt::runtime::trace::check(&v).expect("the trace passes the runtime's check");
+    assert!(s.slices >= 2000, "a poll slice per task at least: {s:?}");
+    // Which P ran the tasks is the scheduler's choice: P0, P1 or both.
+    let ps: Vec<&String> = s.lanes.keys().filter(|l| l.ends_with("/P0") || l.ends_with("/P1")).collect();
+    assert!(!ps.is_empty(), "no P lane: {:?}", s.lanes.keys());
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    for p in ps {
+        let name = p.rsplit('/').next().unwrap();
+        assert!(svg.contains(&format!("\n{name}\n</text>")), "the Gantt chart has no {name} label");
+    }
+    assert!(svg.contains("task poll"), "the Gantt chart's legend has no task poll");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -354,6 +354,10 @@ pub trait Rt: 'static {
     fn timers(&self) -> Option<usize>;
     /// A line of scheduler counters, if the runtime has them.
     fn stats_line(&self) -> Option<String>;
+    /// Lines of latency percentiles (wake → poll, poll time), if the runtime records them.
+    fn latency_lines(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 impl Rt for Runtime {
@@ -393,6 +397,13 @@ impl Rt for Runtime {
             "steals {} of {} attempts; M parks {}, unparks {}; threads {}",
             st.steals, st.steal_attempts, st.parks, st.unparks, st.threads
         ))
+    }
+    fn latency_lines(&self) -> Vec<String> {
+        let st = self.stats();
+        vec![
+            format!("scheduling latency (wake → poll): {}", st.sched_latency),
+            format!("poll time:                        {}", st.poll_time),
+        ]
     }
 }
 

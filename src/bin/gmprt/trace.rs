@@ -9,6 +9,7 @@
 use crate::{fail, Story};
 use clap::Parser;
 use gmprt::gantt::{self, Window};
+use gmprt::runtime::trace::CheckSummary;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -33,7 +34,8 @@ pub struct Flags {
     /// The chart's window is this many ms long (a long window of a busy trace draws many bars)
     #[arg(long = "window-ms", value_name = "MS", default_value_t = 2.0, value_parser = positive_ms)]
     window_ms: f64,
-    /// Print the trace's summary as JSON
+    /// Print the trace's summary as JSON, on one line after the story's own output (the last
+    /// line)
     #[arg(long)]
     json: bool,
 }
@@ -102,6 +104,10 @@ struct Summary {
     span_ms: f64,
     gantt: Option<PathBuf>,
     gantt_bars: usize,
+    /// Events the recorder did not keep, past its cap (GMPRT_TRACE_MAX_EVENTS).
+    dropped: u64,
+    /// The runtime's structure check's counts.
+    check: CheckSummary,
 }
 
 /// Runs `gmprt trace` with the arguments after `trace`.
@@ -126,7 +132,7 @@ pub fn run(args: Vec<OsString>) {
     });
     let v: serde_json::Value = serde_json::from_str(&text)
         .unwrap_or_else(|e| fail(&format!("gmprt trace: {} is not JSON", out.display()), e));
-    let t =
+    let (checked, t) =
         check(&v).unwrap_or_else(|e| fail(&format!("gmprt trace: {} failed its check", out.display()), e));
     let mut s = Summary {
         story: f.story.name(),
@@ -141,6 +147,8 @@ pub fn run(args: Vec<OsString>) {
         span_ms: t.span_us / 1e3,
         gantt: None,
         gantt_bars: 0,
+        dropped: checked.dropped,
+        check: checked,
     };
     if let Some(svg) = &f.svg {
         let r = gantt::render(&t, Window::ms(f.start_ms, f.window_ms))
@@ -151,7 +159,7 @@ pub fn run(args: Vec<OsString>) {
         s.gantt_bars = r.bars;
     }
     if f.json {
-        println!("{}", serde_json::to_string_pretty(&s).unwrap_or_else(|e| fail("gmprt trace: --json", e)));
+        println!("{}", serde_json::to_string(&s).unwrap_or_else(|e| fail("gmprt trace: --json", e)));
         return;
     }
     println!(
@@ -165,6 +173,12 @@ pub fn run(args: Vec<OsString>) {
         s.lanes.len(),
         s.lanes.join(", ")
     );
+    if s.dropped > 0 {
+        println!(
+            "  {} events were dropped at the recorder's cap (raise GMPRT_TRACE_MAX_EVENTS, or trace a smaller run)",
+            s.dropped
+        );
+    }
     if s.not_drawn > 0 || s.unmatched_flow_ends > 0 {
         println!(
             "  {} events of kinds the chart does not draw; {} flow ends without a partner",
@@ -206,7 +220,7 @@ pub fn gantt(a: &GanttArgs) {
     let text = std::fs::read_to_string(&a.trace).unwrap_or_else(|e| fail(&what, e));
     let v: serde_json::Value =
         serde_json::from_str(&text).unwrap_or_else(|e| fail(&format!("{what} is not JSON"), e));
-    let t = check(&v).unwrap_or_else(|e| fail(&format!("{what} failed its check"), e));
+    let (_, t) = check(&v).unwrap_or_else(|e| fail(&format!("{what} failed its check"), e));
     let r = gantt::render(&t, Window::ms(a.start_ms, a.window_ms)).unwrap_or_else(|e| fail(&what, e));
     std::fs::write(&a.svg, &r.svg)
         .unwrap_or_else(|e| fail(&format!("gmprt gantt: --svg {}", a.svg.display()), e));
@@ -222,7 +236,11 @@ pub fn gantt(a: &GanttArgs) {
     );
 }
 
-/// The trace's structure: the runtime's own check, then the chart's reading of it.
-fn check(v: &serde_json::Value) -> Result<gantt::Trace, String> {
-    gantt::Trace::parse(v).map_err(|e| e.to_string())
+/// The trace's structure: the runtime's own check (`gmprt_runtime::trace::check`: slices
+/// closed and nested, per-lane time order, every flow's two ends, every lane named), then the
+/// chart's reading of it.
+fn check(v: &serde_json::Value) -> Result<(CheckSummary, gantt::Trace), String> {
+    let summary = gmprt::runtime::trace::check(v)?;
+    let t = gantt::Trace::parse(v).map_err(|e| e.to_string())?;
+    Ok((summary, t))
 }
