@@ -7,8 +7,12 @@
 //! `idlethreads` the parked Ms; `runqueue` the global queue; the bracket each P's local queue
 //! (plus its `runnext`). The numbers are read without stopping the world, as in Go. sysmon
 //! prints it (`sched/sysmon.rs`). Once sysmon has seen a poll hog its P for over 10 ms,
-//! ` longpolls=N` is appended (Go needs no such field: it preempts).
+//! ` longpolls=N` is appended (Go needs no such field: it preempts). Once latencies have been
+//! sampled (`RuntimeStats::sched_latency`, `poll_time`), ` schedlat=p50/p99 polltime=p50/p99`
+//! follows: the distributions since start-up, merged from the per-P histograms (a lock per P,
+//! once per line: nothing on the scheduling path).
 
+use crate::sched::stats::RuntimeStats;
 use crate::sched::Shared;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
@@ -17,7 +21,13 @@ use std::time::Duration;
 pub(crate) fn line(shared: &Shared, elapsed: Duration) -> String {
     let lens: Vec<String> = shared.allp.iter().map(|p| p.queued().to_string()).collect();
     let long = shared.external_stats.long_polls.get();
-    let tail = if long > 0 { format!(" longpolls={long}") } else { String::new() };
+    let mut tail = if long > 0 { format!(" longpolls={long}") } else { String::new() };
+    let mut lat = RuntimeStats::default();
+    lat.set_latencies(shared.allp.iter().map(|p| &p.stats).chain([&*shared.external_stats]));
+    if lat.sched_latency.count > 0 {
+        let (s, p) = (lat.sched_latency, lat.poll_time);
+        tail += &format!(" schedlat={:.1?}/{:.1?} polltime={:.1?}/{:.1?}", s.p50, s.p99, p.p50, p.p99);
+    }
     format!(
         "SCHED {}ms: gomaxprocs={} idleprocs={} threads={} spinningthreads={} idlethreads={} runqueue={} [{}]{tail}",
         elapsed.as_millis(),

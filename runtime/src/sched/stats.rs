@@ -81,8 +81,17 @@ impl PStats {
         // A panic cannot happen while the lock is held (recording into an auto-resizing
         // histogram does not panic), but a poisoned lock would still hold valid histograms.
         let mut l = self.latency.lock().unwrap_or_else(PoisonError::into_inner);
-        l.sched.saturating_record(sched_ns);
-        l.poll.saturating_record(poll_ns);
+        record(&mut l.sched, sched_ns);
+        record(&mut l.poll, poll_ns);
+    }
+}
+
+/// Records `v` ns, growing the histogram as needed. (`saturating_record` would clamp to the
+/// current range instead of growing it: a fresh histogram's range ends at 2 ns.) Growing
+/// fails only past the histogram's absolute range, then the value is clamped to it.
+fn record(h: &mut Histogram<u64>, v: u64) {
+    if h.record(v).is_err() {
+        h.saturating_record(v);
     }
 }
 
