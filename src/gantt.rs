@@ -339,6 +339,19 @@ impl Trace {
     }
 }
 
+impl Trace {
+    /// Start (µs from the trace's start) of the first slice whose name contains `name`, or
+    /// whose lane's name does: where to point a window to see, say, the first "kernel" or the
+    /// first slice on "offload slot 0".
+    pub fn first(&self, name: &str) -> Option<f64> {
+        self.slices
+            .iter()
+            .filter(|s| s.name.contains(name) || self.lanes[s.lane].contains(name))
+            .map(|s| s.start_us)
+            .min_by(f64::total_cmp)
+    }
+}
+
 /// A time window of the trace, µs from its first timestamp.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Window {

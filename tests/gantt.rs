@@ -128,3 +128,12 @@ fn unmatched_flow_ends_are_counted_not_dropped() {
     assert_eq!((t.flows.len(), t.unmatched_flow_ends), (0, 2));
     assert_eq!(render(&t, Window::all()).unwrap().ignored, 2);
 }
+
+#[test]
+fn first_finds_a_slice_by_its_name_or_its_lane() {
+    let t = Trace::parse(&small()).unwrap();
+    assert_eq!(t.first("H2D"), Some(200.0));
+    assert_eq!(t.first("offload slot 0"), Some(50.0), "the queue wait, first on that lane");
+    assert_eq!(t.first("poll task 3"), Some(20.0));
+    assert_eq!(t.first("no such thing"), None);
+}

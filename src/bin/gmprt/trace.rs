@@ -34,6 +34,10 @@ pub struct Flags {
     /// The chart's window is this many ms long (a long window of a busy trace draws many bars)
     #[arg(long = "window-ms", value_name = "MS", default_value_t = 2.0, value_parser = positive_ms)]
     window_ms: f64,
+    /// Start the chart's window at the first slice whose name (or lane's name) contains this,
+    /// less a tenth of the window, instead of at --start-ms (e.g. "H2D", "offload slot 0")
+    #[arg(long, value_name = "NAME")]
+    focus: Option<String>,
     /// Print the trace's summary as JSON, on one line after the story's own output (the last
     /// line)
     #[arg(long)]
@@ -55,11 +59,12 @@ fn positive_ms(s: &str) -> Result<f64, String> {
 }
 
 /// trace's own long flags, and whether each takes a value.
-const OWN: [(&str, bool); 6] = [
+const OWN: [(&str, bool); 7] = [
     ("--out", true),
     ("--svg", true),
     ("--start-ms", true),
     ("--window-ms", true),
+    ("--focus", true),
     ("--json", false),
     ("--help", false),
 ];
@@ -104,6 +109,8 @@ struct Summary {
     span_ms: f64,
     gantt: Option<PathBuf>,
     gantt_bars: usize,
+    /// Where the chart's window starts, ms from the trace's start.
+    gantt_from_ms: f64,
     /// Events the recorder did not keep, past its cap (GMPRT_TRACE_MAX_EVENTS).
     dropped: u64,
     /// The runtime's structure check's counts.
@@ -147,12 +154,14 @@ pub fn run(args: Vec<OsString>) {
         span_ms: t.span_us / 1e3,
         gantt: None,
         gantt_bars: 0,
+        gantt_from_ms: 0.0,
         dropped: checked.dropped,
         check: checked,
     };
     if let Some(svg) = &f.svg {
-        let r = gantt::render(&t, Window::ms(f.start_ms, f.window_ms))
-            .unwrap_or_else(|e| fail("gmprt trace: --svg", e));
+        let w = window(&t, f.start_ms, f.window_ms, f.focus.as_deref());
+        let r = gantt::render(&t, w).unwrap_or_else(|e| fail("gmprt trace: --svg", e));
+        s.gantt_from_ms = w.start_us / 1e3;
         std::fs::write(svg, &r.svg)
             .unwrap_or_else(|e| fail(&format!("gmprt trace: --svg {}", svg.display()), e));
         s.gantt = Some(svg.clone());
@@ -191,7 +200,7 @@ pub fn run(args: Vec<OsString>) {
             svg.display(),
             s.gantt_bars,
             f.window_ms,
-            f.start_ms
+            s.gantt_from_ms
         );
     }
     println!("open the trace in ui.perfetto.dev or chrome://tracing");
@@ -212,6 +221,22 @@ pub struct GanttArgs {
     /// The window is this many ms long
     #[arg(long = "window-ms", value_name = "MS", default_value_t = 2.0, value_parser = positive_ms)]
     window_ms: f64,
+    /// Start the window at the first slice whose name (or lane's name) contains this, less a
+    /// tenth of the window, instead of at --start-ms
+    #[arg(long, value_name = "NAME")]
+    focus: Option<String>,
+}
+
+/// The window `--start-ms`/`--window-ms` say, or the one `--focus` points at; exits 2 when
+/// nothing matches the focus.
+fn window(t: &gantt::Trace, start_ms: f64, window_ms: f64, focus: Option<&str>) -> Window {
+    match focus {
+        None => Window::ms(start_ms, window_ms),
+        Some(name) => match t.first(name) {
+            Some(us) => Window::ms((us / 1e3 - window_ms / 10.0).max(0.0), window_ms),
+            None => fail("gmprt: --focus", format!("no slice or lane in the trace is named like {name:?}")),
+        },
+    }
 }
 
 /// Runs `gmprt gantt`: reads, checks and draws a trace recorded earlier.
@@ -221,7 +246,8 @@ pub fn gantt(a: &GanttArgs) {
     let v: serde_json::Value =
         serde_json::from_str(&text).unwrap_or_else(|e| fail(&format!("{what} is not JSON"), e));
     let (_, t) = check(&v).unwrap_or_else(|e| fail(&format!("{what} failed its check"), e));
-    let r = gantt::render(&t, Window::ms(a.start_ms, a.window_ms)).unwrap_or_else(|e| fail(&what, e));
+    let w = window(&t, a.start_ms, a.window_ms, a.focus.as_deref());
+    let r = gantt::render(&t, w).unwrap_or_else(|e| fail(&what, e));
     std::fs::write(&a.svg, &r.svg)
         .unwrap_or_else(|e| fail(&format!("gmprt gantt: --svg {}", a.svg.display()), e));
     println!(
@@ -231,7 +257,7 @@ pub fn gantt(a: &GanttArgs) {
         r.flows,
         r.lanes,
         a.window_ms,
-        a.start_ms,
+        w.start_us / 1e3,
         r.ignored
     );
 }
