@@ -52,6 +52,10 @@ struct Args {
     wait_ms: usize,
     #[command(flatten)]
     procs: Procs,
+    /// Print the figures and the runtime's stats (RuntimeStats, latency percentiles included)
+    /// as JSON instead of text
+    #[arg(long)]
+    json: bool,
 }
 
 impl Cli for Args {
@@ -128,10 +132,12 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
     let (cpu, wait) = (Duration::from_micros(a.cpu_us as u64), Duration::from_millis(a.wait_ms as u64));
 
     let cal = calibrate(a.cpu_us);
-    println!(
+    if !a.json {
+        println!(
         "calibration: {:.0} mix steps per µs on this core (median of 7 runs); {} µs of CPU = {} steps, measured {:.2} µs per call",
         cal.iters_per_us, a.cpu_us, cal.iters, cal.check_us
-    );
+        );
+    }
 
     // Per-task CPU time actually spent, summed (two clock reads per task, ~50 ns against C µs).
     let cpu_ns = Arc::new(AtomicU64::new(0));
@@ -180,6 +186,17 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
     let upper_ms = wait_ms + cpu_bound_ms;
     let ratio = wall_ms / model_ms;
     let mean_cpu_us = cpu_ns.load(Ordering::Relaxed) as f64 / n as f64 / 1e3;
+    if a.json {
+        let v = serde_json::json!({
+            "tasks": n, "procs": procs, "cpu_us": a.cpu_us, "wait_ms": a.wait_ms,
+            "calibration": {"steps_per_us": cal.iters_per_us, "steps": cal.iters, "check_us": cal.check_us},
+            "mean_cpu_us_in_task": mean_cpu_us, "wall_ms": wall_ms, "serial_ms": serial_ms,
+            "cpu_bound_ms": cpu_bound_ms, "model_ms": model_ms, "upper_ms": upper_ms, "ratio": ratio,
+            "stats": stats,
+        });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_else(|e| fail(NAME, e)));
+        return;
+    }
 
     println!(
         "{n} tasks on {procs} procs, each {} µs of CPU (measured in-task: {mean_cpu_us:.2} µs) then a {} ms wait",
