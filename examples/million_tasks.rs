@@ -46,6 +46,10 @@ struct Args {
     /// The runtime that runs the program
     #[arg(long, value_enum, value_name = "RUNTIME", default_value_t = Which::Gmprt)]
     runtime: Which,
+    /// Print the figures (and gmprt's RuntimeStats, latency percentiles included) as JSON
+    /// instead of text
+    #[arg(long)]
+    json: bool,
 }
 
 impl Cli for Args {}
@@ -244,23 +248,32 @@ fn run<R: Rt>(rt: R, a: &Args) {
     let n = a.tasks;
     let (rss0, _) = rss();
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    // Text lines, unless --json asked for one JSON document at the end.
+    let say = |line: String| {
+        if !a.json {
+            println!("{line}");
+        }
+    };
     let (mode, elapsed, bytes_per_task) = if a.park {
         let r = park_mode(&rt, n);
-        println!(
+        say(format!(
             "parked {n} tasks on {procs} procs in {:.1} ms; all suspended at once on one gate",
             r.park_elapsed.as_secs_f64() * 1e3
-        );
-        println!(
+        ));
+        say(format!(
             "memory while parked: {:.1} MiB above baseline = {:.0} bytes per parked task (task + gate waker slot)",
             mib(r.parked_bytes),
             r.parked_bytes as f64 / n as f64
-        );
-        println!("released them all in {:.1} ms", r.release_elapsed.as_secs_f64() * 1e3);
+        ));
+        say(format!("released them all in {:.1} ms", r.release_elapsed.as_secs_f64() * 1e3));
         ("park", r.park_elapsed + r.release_elapsed, r.parked_bytes as f64 / n as f64)
     } else {
         let (elapsed, _) = spawn_mode(&rt, n).unwrap_or_else(|e| fail(NAME, e));
         let (_, peak) = rss();
-        println!("spawned and joined {n} tasks on {procs} procs in {:.1} ms", elapsed.as_secs_f64() * 1e3);
+        say(format!(
+            "spawned and joined {n} tasks on {procs} procs in {:.1} ms",
+            elapsed.as_secs_f64() * 1e3
+        ));
         (
             "spawn",
             elapsed,
@@ -272,11 +285,21 @@ fn run<R: Rt>(rt: R, a: &Args) {
     let (_, peak) = rss();
     let ns_per_task = elapsed.as_nanos() as f64 / n as f64;
     let counters = rt.stats_line().map_or(String::new(), |l| format!("; {l}"));
-    println!("{ns_per_task:.1} ns per task; peak RSS {:.1} MiB{counters}", mib(peak));
+    say(format!("{ns_per_task:.1} ns per task; peak RSS {:.1} MiB{counters}", mib(peak)));
     for line in rt.latency_lines() {
-        println!("{line}");
+        say(line);
     }
+    let stats = rt.stats_json();
     drop(rt);
+    if a.json {
+        let v = serde_json::json!({
+            "runtime": R::NAME, "mode": mode, "tasks": n, "procs": procs,
+            "elapsed_ms": elapsed.as_secs_f64() * 1e3, "ns_per_task": ns_per_task,
+            "peak_rss_mib": mib(peak), "bytes_per_task": bytes_per_task, "stats": stats,
+        });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_else(|e| fail(NAME, e)));
+        return;
+    }
     let runtime = R::NAME;
     println!(
         "million_tasks runtime={runtime} mode={mode} tasks={n} procs={procs} elapsed_ms={:.1} ns_per_task={:.1} peak_rss_mib={:.1} bytes_per_task={:.0}",

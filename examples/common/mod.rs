@@ -358,6 +358,10 @@ pub trait Rt: 'static {
     fn latency_lines(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The runtime's stats as JSON, if it has them (gmprt's `RuntimeStats`).
+    fn stats_json(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 impl Rt for Runtime {
@@ -397,6 +401,9 @@ impl Rt for Runtime {
             "steals {} of {} attempts; M parks {}, unparks {}; threads {}",
             st.steals, st.steal_attempts, st.parks, st.unparks, st.threads
         ))
+    }
+    fn stats_json(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(self.stats()).ok()
     }
     fn latency_lines(&self) -> Vec<String> {
         let st = self.stats();
