@@ -324,10 +324,50 @@ fn bench_task_cache(c: &mut Criterion) {
     g.finish();
 }
 
+/// Tracing's cost: `spawn_many` (100k tasks) with tracing off and on. Each iteration builds a
+/// fresh runtime (with a trace, a fresh recorder: the event cap is never reached, so every
+/// event is recorded) and times only the run, not start-up or the trace's write at shutdown
+/// (to `/dev/null`). The events one traced run records are printed once, so
+/// (on − off) / events is the cost per recorded event.
+fn bench_tracing(c: &mut Criterion) {
+    let (n, procs) = (SPAWN_MANY, procs());
+    let mut g = c.benchmark_group("tracing_spawn_many");
+    g.throughput(Throughput::Elements(n as u64));
+    for on in [false, true] {
+        let id = BenchmarkId::new(if on { "on" } else { "off" }, format!("procs={procs}"));
+        let mut told = false;
+        g.bench_function(id, |b| {
+            b.iter_custom(|iters| {
+                let mut total = std::time::Duration::ZERO;
+                for _ in 0..iters {
+                    let mut builder = gmprt::Runtime::builder().procs(procs);
+                    if on {
+                        builder = builder.trace("/dev/null");
+                    }
+                    let rt = builder.build().expect("start gmprt runtime");
+                    let t0 = std::time::Instant::now();
+                    black_box(run_gmprt(&rt, spawn_many::<Gmprt>(n)));
+                    total += t0.elapsed();
+                    if let Some(rec) = rt.handle().trace_recorder().filter(|_| !told) {
+                        told = true;
+                        eprintln!(
+                            "  tracing on: {} events per run ({} dropped)",
+                            rec.events(),
+                            rec.dropped()
+                        );
+                    }
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = config();
     targets = bench_spawn_many, bench_spawn_many_threads, bench_chained_spawn, bench_yield_many,
-        bench_ping_pong, bench_fan_out_fan_in, bench_task_cache
+        bench_ping_pong, bench_fan_out_fan_in, bench_task_cache, bench_tracing
 }
 criterion_main!(benches);
