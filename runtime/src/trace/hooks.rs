@@ -122,12 +122,14 @@ impl Shared {
             t.ev(t.rec.here(), now, Ph::WakeOut(header.id.0, now), Name::Static("wake"), EvArgs::None);
             return;
         }
-        let n = TICK.with(|c| {
+        // `try_with`: a wake can come from a thread-local's destructor at thread exit, when
+        // this counter may already be gone; such a wake is simply not sampled.
+        let n = TICK.try_with(|c| {
             let n = c.get().wrapping_add(1);
             c.set(n);
             n
         });
-        if n.is_multiple_of(TRACKING_PERIOD) {
+        if n.is_ok_and(|n| n.is_multiple_of(TRACKING_PERIOD)) {
             // Relaxed: see the module docs (the run queue orders it before the poll's read).
             header.woken_at.store(self.clock() + 1, Relaxed);
         }

@@ -224,16 +224,16 @@ impl Recorder {
         }) {
             return l;
         }
-        self.with_local(|_, lane| {
-            *lane.get_or_insert_with(|| {
-                let cur = std::thread::current();
-                let name = cur.name().map_or_else(|| format!("{:?}", cur.id()), str::to_string);
-                match name.split_once(' ') {
-                    Some((first, _)) => self.lane(first, &name),
-                    None => self.lane("threads", &name),
-                }
-            })
-        })
+        let named = || {
+            let cur = std::thread::current();
+            let name = cur.name().map_or_else(|| format!("{:?}", cur.id()), str::to_string);
+            match name.split_once(' ') {
+                Some((first, _)) => self.lane(first, &name),
+                None => self.lane("threads", &name),
+            }
+        };
+        // Cached per thread; looked up by name when the thread-local is gone (thread exit).
+        self.with_local(|_, lane| *lane.get_or_insert_with(named)).unwrap_or_else(named)
     }
 
     /// The lane of M `mid` (an M holding no P).
@@ -319,28 +319,35 @@ impl Recorder {
             self.0.dropped.fetch_add(1, Relaxed);
             return;
         }
-        self.with_local(|buf, _| lock(buf).push(ev));
+        if self.with_local(|buf, _| lock(buf).push(ev)).is_none() {
+            // Recorded from a thread-local's destructor after this thread's buffer list was
+            // destroyed: nowhere to put it; counted like the cap's drops.
+            self.0.dropped.fetch_add(1, Relaxed);
+        }
     }
 
-    /// Runs `f` on this thread's buffer for this recorder (registering it on first use).
-    fn with_local<R>(&self, f: impl FnOnce(&Buffer, &mut Option<Lane>) -> R) -> R {
+    /// Runs `f` on this thread's buffer for this recorder (registering it on first use);
+    /// `None` if the thread-local is already destroyed (at thread exit).
+    fn with_local<R>(&self, f: impl FnOnce(&Buffer, &mut Option<Lane>) -> R) -> Option<R> {
         let id = self.0.id;
-        LOCAL.with(|l| {
-            let mut l = l.borrow_mut();
-            let i = match l.iter().position(|e| e.0 == id) {
-                Some(i) => i,
-                None => {
-                    // Forget buffers of recorders that are gone (only our clone is left).
-                    l.retain(|e| Arc::strong_count(&e.1) > 1);
-                    let buf: Buffer = Arc::default();
-                    lock(&self.0.buffers).push(buf.clone());
-                    l.push((id, buf, None));
-                    l.len() - 1
-                }
-            };
-            let (_, buf, lane) = &mut l[i];
-            f(buf, lane)
-        })
+        LOCAL
+            .try_with(|l| {
+                let mut l = l.borrow_mut();
+                let i = match l.iter().position(|e| e.0 == id) {
+                    Some(i) => i,
+                    None => {
+                        // Forget buffers of recorders that are gone (only our clone is left).
+                        l.retain(|e| Arc::strong_count(&e.1) > 1);
+                        let buf: Buffer = Arc::default();
+                        lock(&self.0.buffers).push(buf.clone());
+                        l.push((id, buf, None));
+                        l.len() - 1
+                    }
+                };
+                let (_, buf, lane) = &mut l[i];
+                f(buf, lane)
+            })
+            .ok()
     }
 
     /// Every event recorded so far, sorted by time (stable: one thread's order at equal times).
