@@ -22,7 +22,9 @@
 //! One row per lane, in the order a reader expects: the P lanes by number, then sysmon, then
 //! each offload slot followed by its model twin, then anything else by name. A bar's colour
 //! says its kind ([`Kind`]): a task poll, an offload phase (queue wait, stage, H2D, kernel,
-//! D2H, scatter) or the cost model's prediction; the legend lists the kinds present. The
+//! D2H, scatter) in the same colour on a slot's lane (measured) and on its model lane
+//! (predicted), so a misprediction shows as bars of one colour that do not line up; a whole
+//! batch frames its phases. The legend lists the kinds present. The
 //! time axis counts from the window's start, in µs, or ms for windows over 10 ms.
 //!
 //! ```
@@ -56,9 +58,12 @@ pub enum Kind {
     Kernel,
     /// Device-to-host transfer.
     D2H,
-    /// Handing the results back to the waiting tasks.
+    /// Handing the results back to the waiting tasks, and waking them.
     Scatter,
-    /// The cost model's predicted phase (a lane whose name ends in "model").
+    /// A whole batch (`batch #N`), drawn behind its phases, a little taller, as their frame.
+    Batch,
+    /// The cost model's prediction of a batch (a slice on a lane whose name ends in "model"
+    /// that is not a phase); its predicted phases take their phases' colours.
     Model,
     /// Sysmon's work, and any slice of a kind not listed here.
     Other,
@@ -68,9 +73,7 @@ impl Kind {
     /// The kind of slice `name` on the lane `lane`.
     pub fn of(lane: &str, name: &str) -> Kind {
         let n = name.to_ascii_lowercase();
-        if lane.ends_with("model") {
-            Kind::Model
-        } else if n.contains("h2d") {
+        if n.contains("h2d") {
             Kind::H2D
         } else if n.contains("d2h") {
             Kind::D2H
@@ -80,8 +83,12 @@ impl Kind {
             Kind::QueueWait
         } else if n.contains("stage") {
             Kind::Stage
-        } else if n.contains("scatter") {
+        } else if n.contains("scatter") || n == "wake" {
             Kind::Scatter
+        } else if lane.ends_with("model") {
+            Kind::Model
+        } else if n.starts_with("batch") {
+            Kind::Batch
         } else if lane_order(lane).0 == 0 {
             Kind::Poll
         } else {
@@ -98,7 +105,8 @@ impl Kind {
             Kind::Kernel => RGBColor(76, 175, 80),
             Kind::D2H => RGBColor(156, 39, 176),
             Kind::Scatter => RGBColor(255, 112, 67),
-            Kind::Model => RGBColor(120, 144, 156),
+            Kind::Batch => RGBColor(207, 216, 220),
+            Kind::Model => RGBColor(176, 190, 197),
             Kind::Other => RGBColor(97, 97, 97),
         }
     }
@@ -111,8 +119,9 @@ impl Kind {
             Kind::H2D => "H2D",
             Kind::Kernel => "kernel",
             Kind::D2H => "D2H",
-            Kind::Scatter => "scatter",
-            Kind::Model => "model (predicted)",
+            Kind::Scatter => "scatter / wake",
+            Kind::Batch => "batch (span)",
+            Kind::Model => "batch (model's prediction)",
             Kind::Other => "other (sysmon, …)",
         }
     }
@@ -458,7 +467,10 @@ pub fn render(trace: &Trace, window: Window) -> Result<Rendered, GanttError> {
                 let x0 = (s.start_us - start_us).max(0.0);
                 let x1 = (s.start_us + s.dur_us - start_us).min(end_us - start_us).max(x0 + px);
                 let y = row(s.lane);
-                Rectangle::new([(x0, y - 0.85), (x1, y - 0.15)], s.kind.colour().mix(BAR_OPACITY).filled())
+                // A batch frames its phases: a little taller, drawn first (it starts first).
+                let (lo, hi) =
+                    if matches!(s.kind, Kind::Batch | Kind::Model) { (0.95, 0.05) } else { (0.85, 0.15) };
+                Rectangle::new([(x0, y - lo), (x1, y - hi)], s.kind.colour().mix(BAR_OPACITY).filled())
             }))
             .map_err(|e| draw(&e))?;
         let ticks = trace.instants.iter().filter(|(_, ts, _)| (start_us..=end_us).contains(ts));

@@ -48,7 +48,12 @@ fn lanes_come_in_reading_order() {
     assert_eq!(t.span_us, 850.0);
     let kinds: Vec<Kind> = t.slices.iter().map(|s| s.kind).collect();
     use Kind::*;
-    assert_eq!(kinds, [Poll, Poll, Poll, Other, QueueWait, H2D, Kernel, D2H, Model]);
+    // A predicted phase takes its phase's colour on the model lane.
+    assert_eq!(kinds, [Poll, Poll, Poll, Other, QueueWait, H2D, Kernel, D2H, Kernel]);
+    assert_eq!(Kind::of("offload slot 0 (black_scholes)", "batch #3"), Batch);
+    assert_eq!(Kind::of("slot 0 (black_scholes) model", "batch #3 (model)"), Model);
+    assert_eq!(Kind::of("slot 0 (black_scholes) model", "H2D"), H2D);
+    assert_eq!(Kind::of("offload slot 0 (black_scholes)", "wake"), Scatter);
 }
 
 #[test]
@@ -63,7 +68,7 @@ fn the_whole_trace_has_one_bar_per_slice_and_every_lane_label() {
         assert!(pos > at, "{name} is out of order");
         at = pos;
     }
-    for legend in ["task poll", "H2D", "kernel", "D2H", "queue wait", "model (predicted)", "flow"] {
+    for legend in ["task poll", "H2D", "kernel", "D2H", "queue wait", "flow"] {
         assert!(r.svg.contains(legend), "the legend lacks {legend}");
     }
     assert!(r.svg.contains("µs from the window"), "an axis under 10 ms is in µs");
@@ -136,4 +141,28 @@ fn first_finds_a_slice_by_its_name_or_its_lane() {
     assert_eq!(t.first("offload slot 0"), Some(50.0), "the queue wait, first on that lane");
     assert_eq!(t.first("poll task 3"), Some(20.0));
     assert_eq!(t.first("no such thing"), None);
+}
+
+#[test]
+fn offload_lanes_named_with_their_kernel_sort_slot_then_model() {
+    let v = json!({"traceEvents": [
+        lane(9, "main"), lane(5, "slot 1 (saxpy) model"), lane(4, "offload slot 1 (saxpy)"),
+        lane(3, "slot 0 (saxpy) model"), lane(2, "offload slot 0 (saxpy)"), lane(1, "P10"), lane(0, "P2"),
+        slice(9, "x", 0.0, 1.0), slice(5, "batch #2 (model)", 0.0, 1.0), slice(4, "batch #2", 0.0, 1.0),
+        slice(3, "batch #1 (model)", 0.0, 1.0), slice(2, "batch #1", 0.0, 1.0), slice(1, "poll", 0.0, 1.0),
+        slice(0, "poll", 0.0, 1.0),
+    ]});
+    let t = Trace::parse(&v).unwrap();
+    assert_eq!(
+        t.lanes,
+        [
+            "P2",
+            "P10",
+            "offload slot 0 (saxpy)",
+            "slot 0 (saxpy) model",
+            "offload slot 1 (saxpy)",
+            "slot 1 (saxpy) model",
+            "main"
+        ]
+    );
 }
