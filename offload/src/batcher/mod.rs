@@ -88,6 +88,12 @@
 //! max_batch`. A woken waiter holds a reservation, so it always finds room; a waiter that is
 //! dropped gives its reservation to the next waiter.
 //!
+//! # Tracing
+//!
+//! When the runtime records a trace (`Builder::trace`, `GMPRT_TRACE`) at [`Batcher::new`],
+//! each slot worker draws its batches on its own lane, beside the cost model's prediction,
+//! with an arrow from the submit that opened each batch: see the `trace` module.
+//!
 //! # Memory
 //!
 //! Everything a Batcher holds per item is allocated in [`Batcher::new`], and is checked
@@ -170,6 +176,7 @@ mod run;
 mod submit;
 #[cfg(test)]
 mod tests;
+mod trace;
 
 use parking_lot::{Condvar, Mutex};
 pub use placement::Placement;
@@ -346,6 +353,9 @@ struct Shared<K: BatchKernel> {
     item_latency: Box<[Mutex<latency::ItemLatency>]>,
     /// The runtime whose Ps run CPU-placed batches (see [`BatcherConfig::runtime`]).
     cpu_rt: Option<gmprt_runtime::Handle>,
+    /// The runtime's trace recorder when it was tracing at [`Batcher::new`]: the Batcher
+    /// then draws its lanes (see the `trace` module); `None`: nothing is recorded.
+    trace: Option<gmprt_runtime::trace::Recorder>,
     /// The slot workers not joined yet. Held while joining, so a concurrent shutdown waits
     /// for the join in progress; never locked by a worker.
     workers: Mutex<Vec<JoinHandle<()>>>,
@@ -372,6 +382,8 @@ struct OpenBatch<O> {
     opened: Instant,
     /// `flush()` was called while it was open.
     flush: bool,
+    /// The trace flow arrow from its first item's `submit` (tracing only).
+    flow: Option<u64>,
 }
 
 /// One batch's results: the single per-batch allocation shared by its worker and its
@@ -403,6 +415,8 @@ struct Taken<O> {
     opened: Instant,
     closed_at: Instant,
     reason: CloseReason,
+    /// The trace flow arrow from its first item's `submit` (tracing only).
+    flow: Option<u64>,
 }
 
 /// An empty item `Vec` with room for `max_batch` items, or `Err(Config)` naming its bytes
@@ -501,6 +515,7 @@ impl<K: BatchKernel> Batcher<K> {
             slots.push(slot);
         }
         let cpu_rt = config.runtime.clone().or_else(gmprt_runtime::Handle::try_current);
+        let trace = gmprt_runtime::trace::current().or_else(|| cpu_rt.as_ref()?.trace_recorder());
         let shared = Arc::new(Shared {
             cpu_rt,
             kernel,
@@ -523,16 +538,17 @@ impl<K: BatchKernel> Batcher<K> {
             log: Mutex::new(TimelineLog::default()),
             item_latency: (0..config.in_flight).map(|_| Mutex::default()).collect(),
             workers: Mutex::new(Vec::with_capacity(config.in_flight)),
+            trace,
         });
         let owner = Arc::new(Owner { shared: shared.clone() });
         for (index, (slot, spare)) in slots.into_iter().zip(spares).enumerate() {
             let s = shared.clone();
-            let spawned = std::thread::Builder::new()
-                .name(format!("gmprt-batcher-{}-{index}", s.kernel.name()))
-                .spawn(move || {
+            let spawned = std::thread::Builder::new().name(trace::worker_name(index, s.kernel.name())).spawn(
+                move || {
                     ON_SLOT_WORKER.with(|w| w.set(true));
                     s.worker(index, slot, spare);
-                });
+                },
+            );
             match spawned {
                 Ok(handle) => shared.workers.lock().push(handle),
                 Err(e) => {
@@ -722,7 +738,10 @@ impl<K: BatchKernel> Shared<K> {
                         entries: Vec::with_capacity(self.config.max_batch.min(ENTRIES_UP_FRONT)),
                     }),
                 });
-                c.open = Some(OpenBatch { shared: batch.clone(), opened: Instant::now(), flush: false });
+                // Tracing: one arrow per batch, from the submit that opens it (see `trace`).
+                let flow = self.trace.as_ref().map(trace::submit_flow);
+                c.open =
+                    Some(OpenBatch { shared: batch.clone(), opened: Instant::now(), flush: false, flow });
                 batch
             }
         };
@@ -779,15 +798,22 @@ impl<K: BatchKernel> Shared<K> {
         let mut wake: Vec<Waker> = Vec::new();
         // Host buffers of CPU-placed batches run on this thread (allocated at the first one).
         let mut cpu = run::CpuBuffers::default();
+        let mut lanes = self.trace.as_ref().map(|r| trace::SlotTrace::new(r, slot_index, self.kernel.name()));
         while let Some(taken) = self.take(&mut spare, &mut wake) {
             for w in wake.drain(..) {
                 w.wake();
             }
             self.busy.fetch_add(1, Ordering::Relaxed);
-            self.run(slot_index, &mut *slot, &mut spare, &mut cpu, taken, &mut wake);
+            let marks = self.run(slot_index, &mut *slot, &mut spare, &mut cpu, taken, &mut wake);
             self.busy.fetch_sub(1, Ordering::Relaxed);
             for w in wake.drain(..) {
                 w.wake();
+            }
+            // Tracing only (one branch per batch otherwise): after the wakes, so the `wake`
+            // slice holds the runtime's wake arrows.
+            if let (Some(lanes), Some(marks)) = (&mut lanes, marks) {
+                let procs = self.cpu_rt.as_ref().map_or(1, |rt| rt.procs());
+                lanes.batch(&marks, Instant::now(), self.config.model.as_deref(), self.kernel.name(), procs);
             }
         }
     }
@@ -831,7 +857,13 @@ impl<K: BatchKernel> Shared<K> {
                     c.reserved += 1;
                     wake.push(w);
                 }
-                return Some(Taken { shared: open.shared, opened: open.opened, closed_at: now, reason });
+                return Some(Taken {
+                    shared: open.shared,
+                    opened: open.opened,
+                    closed_at: now,
+                    reason,
+                    flow: open.flow,
+                });
             }
             if c.closed {
                 return None;

@@ -2,6 +2,7 @@
 //! ([`Placement`](super::Placement)), staging, the one run on a slot (or on the CPU), and the
 //! scatter of results to the waiting futures with the batch's timeline.
 use super::placement;
+use super::trace::Marks;
 use super::{BatchKernel, Placement, Shared, Taken};
 use crate::backend::{Phases, Slot};
 use crate::device::panic_message;
@@ -14,7 +15,8 @@ use std::time::{Duration, Instant};
 
 impl<K: BatchKernel> Shared<K> {
     /// Stages, runs and scatters one taken batch (protocol steps 3 and 4); pushes the item
-    /// futures' wakers to `wake`. Leaves `items` empty.
+    /// futures' wakers to `wake`. Leaves `items` empty. Returns what the trace needs when
+    /// tracing (see the `trace` module).
     pub(super) fn run(
         &self,
         slot_index: usize,
@@ -23,7 +25,7 @@ impl<K: BatchKernel> Shared<K> {
         cpu: &mut CpuBuffers,
         taken: Taken<K::Output>,
         wake: &mut Vec<Waker>,
-    ) {
+    ) -> Option<Marks> {
         let kernel = &self.kernel;
         let seq = taken.shared.seq;
         let n = items.len();
@@ -40,6 +42,8 @@ impl<K: BatchKernel> Shared<K> {
         let mut side = Side::Gpu;
         let mut decision: Option<PlacementDecision> = None;
         let mut staging = Duration::ZERO;
+        // When staging began (the slot and worker paths; the Ps path stages per chunk).
+        let mut stage_at = taken.closed_at;
         // Outputs already gathered (the Ps path); otherwise they are gathered from the words.
         let mut gathered: Option<Vec<K::Output>> = None;
         let result = match placed {
@@ -73,6 +77,7 @@ impl<K: BatchKernel> Shared<K> {
                     }
                     _ => {
                         let t_stage = Instant::now();
+                        stage_at = t_stage;
                         let staged = match chose {
                             Side::Gpu => catch_unwind(AssertUnwindSafe(|| {
                                 kernel.stage(items, &mut slot.staging_in()[..in_words])
@@ -178,6 +183,21 @@ impl<K: BatchKernel> Shared<K> {
         });
         st.done = true;
         wake.extend(st.entries.iter_mut().filter_map(|e| e.waker.take()));
+        self.trace.as_ref().map(|_| Marks {
+            seq,
+            n,
+            reason: taken.reason,
+            side,
+            ok,
+            opened: taken.opened,
+            start: taken.closed_at,
+            stage: stage_at,
+            staging,
+            times,
+            scatter: t_scatter,
+            scatter_len: scatter,
+            flow: taken.flow,
+        })
     }
 }
 

@@ -261,7 +261,7 @@ fn shutdown_from_a_slot_worker_returns_and_a_later_shutdown_joins() {
     }));
     submit_all(&rt, &b, 1);
     let on = rx.recv().expect("the hook ran").unwrap_or_default();
-    assert!(on.starts_with("gmprt-batcher-saxpy-"), "shutdown called on {on}");
+    assert!(on.starts_with("offload slot ") && on.ends_with(" (saxpy)"), "shutdown called on {on}");
     assert!(b.is_closed());
     // The worker shutdown did not join; this one does.
     b.shutdown();
