@@ -67,6 +67,16 @@ struct Args {
     /// Print the ways, their agreement and the Batcher's reports as JSON instead of tables
     #[arg(long)]
     json: bool,
+    /// The ways to run, e.g. 2,4 (way 2 always runs: it is the reference the others must agree
+    /// with); fewer ways make a shorter trace (`gmprt trace option_screener --ways 2,4`)
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "1,2,3,4,5",
+        value_parser = clap::value_parser!(u8).range(1..=5)
+    )]
+    ways: Vec<u8>,
 }
 
 impl Cli for Args {}
@@ -123,37 +133,41 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
     let batch: &'static BsBatch = Box::leak(Box::new(BsBatch::from_contracts(chain)));
     let mut ways = Vec::new();
 
+    let want = |way: u8| way == 2 || a.ways.contains(&way);
+
     // 1. One green task per contract.
-    let t = Instant::now();
-    let mut hs = try_vec(n, &asked, "a join handle").unwrap_or_else(|e| fail(NAME, e));
-    let mut out = try_vec(n, &asked, "its Greeks").unwrap_or_else(|e| fail(NAME, e));
-    // The root is itself a task, so every spawn comes from a P (runnext / local queue), as in
-    // a Go program's main goroutine.
-    let greeks: Vec<Greeks> = rt
-        .block_on(rt.spawn(async move {
-            for i in 0..n {
-                hs.push(gmprt::spawn(async move { price_at(batch, i) }));
-                // Spawn in slices of 1024 so the root's poll stays short (see million_tasks).
-                if i % 1024 == 1023 {
-                    gmprt::yield_now().await;
+    if want(1) {
+        let t = Instant::now();
+        let mut hs = try_vec(n, &asked, "a join handle").unwrap_or_else(|e| fail(NAME, e));
+        let mut out = try_vec(n, &asked, "its Greeks").unwrap_or_else(|e| fail(NAME, e));
+        // The root is itself a task, so every spawn comes from a P (runnext / local queue), as in
+        // a Go program's main goroutine.
+        let greeks: Vec<Greeks> = rt
+            .block_on(rt.spawn(async move {
+                for i in 0..n {
+                    hs.push(gmprt::spawn(async move { price_at(batch, i) }));
+                    // Spawn in slices of 1024 so the root's poll stays short (see million_tasks).
+                    if i % 1024 == 1023 {
+                        gmprt::yield_now().await;
+                    }
                 }
-            }
-            for h in hs {
-                out.push(h.await.expect("pricing task failed"));
-            }
-            out
-        }))
-        .expect("root task");
-    ways.push(Way {
-        name: "1. one green task per contract (CPU)".into(),
-        time: t.elapsed(),
-        ran: n,
-        launches: 0,
-        pcie_bytes: 0,
-        split: None,
-        results: Some(collect(&greeks)),
-        report: None,
-    });
+                for h in hs {
+                    out.push(h.await.expect("pricing task failed"));
+                }
+                out
+            }))
+            .expect("root task");
+        ways.push(Way {
+            name: "1. one green task per contract (CPU)".into(),
+            time: t.elapsed(),
+            ran: n,
+            launches: 0,
+            pcie_bytes: 0,
+            split: None,
+            results: Some(collect(&greeks)),
+            report: None,
+        });
+    }
 
     // 2. Data-parallel chunks over the Ps.
     let mut res = BsResults::zeroed(n);
@@ -192,49 +206,57 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
     });
 
     // 3. One launch per task (max_batch = 1), capped and extrapolated.
-    let cap = a.per_launch_cap.min(n);
-    let cfg = BatcherConfig { max_batch: 1, max_delay: Duration::ZERO, ..BatcherConfig::default() };
-    ways.push(through_batcher(
-        &rt,
-        &device,
-        &chain[..cap],
-        cfg,
-        if cap < n {
-            format!("3. one launch per task (ran {cap}, ×{:.0} extrapolated)", n as f64 / cap as f64)
-        } else {
-            "3. one launch per task".to_string()
-        },
-    ));
+    if want(3) {
+        let cap = a.per_launch_cap.min(n);
+        let cfg = BatcherConfig { max_batch: 1, max_delay: Duration::ZERO, ..BatcherConfig::default() };
+        ways.push(through_batcher(
+            &rt,
+            &device,
+            &chain[..cap],
+            cfg,
+            if cap < n {
+                format!("3. one launch per task (ran {cap}, ×{:.0} extrapolated)", n as f64 / cap as f64)
+            } else {
+                "3. one launch per task".to_string()
+            },
+        ));
+    }
 
     // 4. A million tasks through the Batcher.
-    let max_delay = Duration::from_micros(a.max_delay_us as u64);
-    let cfg = BatcherConfig { max_batch: a.max_batch, max_delay, ..BatcherConfig::default() };
-    ways.push(through_batcher(
-        &rt,
-        &device,
-        chain,
-        cfg,
-        format!("4. {n} tasks → Batcher (max_batch {}, {:?})", a.max_batch, max_delay),
-    ));
+    if want(4) {
+        let max_delay = Duration::from_micros(a.max_delay_us as u64);
+        let cfg = BatcherConfig { max_batch: a.max_batch, max_delay, ..BatcherConfig::default() };
+        ways.push(through_batcher(
+            &rt,
+            &device,
+            chain,
+            cfg,
+            format!("4. {n} tasks → Batcher (max_batch {}, {:?})", a.max_batch, max_delay),
+        ));
+    }
 
     // 5. One bulk launch: resident (the floor), and with its transfers.
-    let mut input = try_filled(n * IN_WORDS, 0u32, &asked, "an input word").unwrap_or_else(|e| fail(NAME, e));
-    stage_words(chain, &mut input);
-    for (resident, name) in
-        [(true, "5a. one bulk launch, data resident (floor)"), (false, "5b. one bulk launch incl. H2D + D2H")]
-    {
-        match device.run_bulk(&BlackScholes, n, &input, n * IN_WORDS, n * OUT_WORDS, resident) {
-            Ok((out, ph)) => ways.push(Way {
-                name: name.into(),
-                time: if resident { ph.kernel } else { total(&ph) },
-                ran: n,
-                launches: 1,
-                pcie_bytes: if resident { 0 } else { (n * (IN_WORDS + OUT_WORDS) * 4) as u64 },
-                split: Some((ph.h2d + ph.d2h, ph.kernel)),
-                results: Some(from_words(n, &out)),
-                report: None,
-            }),
-            Err(e) => eprintln!("{name}: failed: {e}"),
+    if want(5) {
+        let mut input =
+            try_filled(n * IN_WORDS, 0u32, &asked, "an input word").unwrap_or_else(|e| fail(NAME, e));
+        stage_words(chain, &mut input);
+        for (resident, name) in [
+            (true, "5a. one bulk launch, data resident (floor)"),
+            (false, "5b. one bulk launch incl. H2D + D2H"),
+        ] {
+            match device.run_bulk(&BlackScholes, n, &input, n * IN_WORDS, n * OUT_WORDS, resident) {
+                Ok((out, ph)) => ways.push(Way {
+                    name: name.into(),
+                    time: if resident { ph.kernel } else { total(&ph) },
+                    ran: n,
+                    launches: 1,
+                    pcie_bytes: if resident { 0 } else { (n * (IN_WORDS + OUT_WORDS) * 4) as u64 },
+                    split: Some((ph.h2d + ph.d2h, ph.kernel)),
+                    results: Some(from_words(n, &out)),
+                    report: None,
+                }),
+                Err(e) => eprintln!("{name}: failed: {e}"),
+            }
         }
     }
 
@@ -381,7 +403,11 @@ fn from_words(n: usize, w: &[u32]) -> BsResults {
 /// way 2's CPU kernel against a CPU way's or (`device_math`) a device way's kernel. A NaN in
 /// either result makes that output's ratio NaN.
 fn worst_ratios(ways: &[Way], chain: &[Contract], device_math: &MathAccuracy) -> Vec<Option<[f64; 6]>> {
-    let base = ways[1].results.as_ref().expect("way 2 has results");
+    let base = ways
+        .iter()
+        .find(|w| w.name.starts_with("2."))
+        .and_then(|w| w.results.as_ref())
+        .expect("way 2 always runs and has results");
     let mut worst: Vec<Option<[f64; 6]>> =
         ways.iter().map(|w| w.results.as_ref().map(|_| [0f64; 6])).collect();
     for (i, c) in chain.iter().enumerate() {
