@@ -38,6 +38,13 @@
 //!   measured run), the twin starts when it ends, and its `delayed_us` arg says by how much.
 //!   A model that cannot price the kernel leaves an instant `model: cannot price` instead.
 //!
+//! # The recorder's lifetime
+//!
+//! The Batcher holds a clone of the runtime's recorder; the runtime writes the trace when it
+//! is dropped. Batches run after that are recorded into a trace already written, and so are
+//! not in the file: shut a traced Batcher down before dropping its runtime (as the parent
+//! module advises anyway), and the file has every batch.
+//!
 //! # Cost
 //!
 //! With tracing off (no recorder when the Batcher was created) the Batcher does nothing of
