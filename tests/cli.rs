@@ -29,7 +29,7 @@ fn help_lists_every_subcommand() {
 fn every_subcommand_has_help() {
     for (sub, usage) in [
         ("tour", "Usage: gmprt tour"),
-        ("story", "STORY [FLAGS]"),
+        ("story", "Usage: gmprt story [STORY [FLAGS]]..."),
         ("explain", "Usage: explain"),
         ("calibrate", "Usage: gmprt calibrate"),
         ("trace", "Usage: gmprt trace"),

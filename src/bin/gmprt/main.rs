@@ -274,6 +274,8 @@ fn main() {
                 }
                 Some("--help" | "-h") => {
                     let mut cmd = <Gmprt as clap::CommandFactory>::command();
+                    // Built, so that the usage line reads `gmprt story`, not `story`.
+                    cmd.build();
                     let sub = cmd.find_subcommand_mut("story").expect("the story subcommand");
                     let _ = sub.print_long_help();
                 }
