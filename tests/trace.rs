@@ -126,7 +126,8 @@ fn latency_histograms_fill_and_their_percentiles_are_ordered() {
     });
     let st = rt.stats();
     for l in [st.sched_latency, st.poll_time] {
-        // 1 in 8 of the > 600 readiness events is sampled, per thread.
+        // 1 in 64 readiness events per thread is sampled: the block_on thread alone spawns
+        // 300 tasks, so at least 4 of their first polls are timed.
         assert!(l.count > 0, "{st:?}");
         assert!(l.p50 <= l.p99 && l.p99 <= l.p999 && l.p999 <= l.max, "{l:?}");
     }

@@ -8,10 +8,15 @@
 //! latency (Go's `/sched/latencies`), end − start the poll time (tokio's poll-time histogram),
 //! both recorded in the polling P's histograms (`stats.rs`).
 //!
-//! **Sampling.** Without a trace, 1 in [`TRACKING_PERIOD`] readiness events of each thread is
-//! stamped, as Go tracks 1 in 8 goroutine transitions (`gTrackingPeriod`): a clock read costs
-//! ~20 ns against ~390 ns for a whole spawn + join. With a trace, every one is stamped (the
-//! flow arrows need them all), so the histograms then hold every poll.
+//! **Sampling.** Without a trace, 1 in [`TRACKING_PERIOD`] (64) readiness events of each
+//! thread is stamped. Go tracks 1 in 8 goroutine transitions (`gTrackingPeriod`), but here a
+//! sample costs three clock reads (~36 ns each on the development VM, measured) plus a lock
+//! and two histogram records, against ~46 ns for a whole `yield_now` round trip: at 1 in 8,
+//! `yield_many` ran ~75% slower and `chained_spawn` ~45% (benches/scheduler.rs, against the
+//! commit before sampling existed); with sampling disabled both were back at the old figures.
+//! At 1 in 64 the sample path is an eighth of that. A run of 100k tasks still gives thousands
+//! of samples, enough for a p99.9. With a trace, every readiness is stamped (the flow arrows
+//! need them all), so the histograms then hold every poll.
 //!
 //! **Why `woken_at` needs no stronger ordering than `Relaxed`.** It is written by the thread
 //! that makes the task runnable, before the task is pushed on a run queue, and read by the M
@@ -34,9 +39,9 @@ use crate::task::core::Header;
 use std::cell::Cell;
 use std::sync::atomic::Ordering::Relaxed;
 
-/// Without a trace, one readiness event in this many (per thread) is timed: Go's
-/// `gTrackingPeriod`.
-pub(crate) const TRACKING_PERIOD: u32 = 8;
+/// Without a trace, one readiness event in this many (per thread) is timed (Go's
+/// `gTrackingPeriod` is 8; why 64 here: see the module docs).
+pub(crate) const TRACKING_PERIOD: u32 = 64;
 
 /// The runtime's tracing state (`Shared::trace`), present only when tracing.
 pub(crate) struct RtTrace {
