@@ -9,11 +9,15 @@
 //!
 //! Process `gmprt`: one lane per P (`P0`, `P1`, …), a `sysmon` lane and a lane per M while it
 //! holds no P (`M3`). On a P lane: a slice per task poll (`task 7`, args: task id, `ready` or
-//! `pending`, or `syscall` for the part before a blocking call); instants for steals
-//! (`steal`, the victim), `runnext` hand-offs (the task put there), `syscall` (the P enters
-//! its syscall state) and `retake` (sysmon took the P); a `timers` slice when an M fires
-//! timers. On an M lane: the `syscall` slice of a blocking call, and `park` instants. Any other
-//! thread that records (a `block_on` thread, a Batcher worker) gets a lane named after it.
+//! `pending`; a poll that makes a blocking `syscall` is cut there: the part before is a
+//! `pending` slice, the rest a slice on whatever lane the M has after the call); instants for
+//! steals (`steal`, the victim), `runnext` hand-offs (the task put there), `syscall` (the P
+//! enters its syscall state) and `retake` (sysmon took the P); a `timers` slice when an M fires
+//! timers. On an M lane: the `syscall` slice of a blocking call, and `park` instants. `unpark`
+//! instants sit on the lane of the thread that handed a P to a parked M (`startm`). Any other
+//! thread that records (a `block_on` thread, a Batcher worker) gets a lane named after it, in
+//! the process named by the first word of its name if it has a space (`offload saxpy slot 0`
+//! goes to `offload`), else in `threads`.
 //!
 //! Flow arrows (`cat` `wake`) go from where a task was made runnable (its spawn, or the wake
 //! in another task's poll, a timer firing, a Batcher worker's scatter) to its next poll. The
