@@ -330,6 +330,9 @@ fn through_batcher(
     cfg: BatcherConfig,
     name: String,
 ) -> Way {
+    // The Batcher belongs to this runtime: its wake-ups land on these Ps, and when the runtime
+    // traces (GMPRT_TRACE, `gmprt trace`), the batches are drawn in the same trace.
+    let cfg = BatcherConfig { runtime: Some(rt.handle()), ..cfg };
     let batcher = match Batcher::new(BlackScholes, device, cfg) {
         Ok(b) => b,
         Err(e) => fail("option_screener: Batcher", e),

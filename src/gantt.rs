@@ -486,12 +486,14 @@ pub fn render(trace: &Trace, window: Window) -> Result<Rendered, GanttError> {
             .filter(|f| (start_us..=end_us).contains(&f.from.1) || (start_us..=end_us).contains(&f.to.1))
             .collect();
         flows = visible.len();
+        // Light (a quarter of full ink): a window of a busy run holds thousands of wake-ups,
+        // which at full ink would hide the bars they connect.
         chart
             .draw_series(visible.iter().map(|f| {
                 let clip = |x: f64| (x - start_us).clamp(0.0, end_us - start_us);
                 let a = (clip(f.from.1), row(f.from.0) - 0.5);
                 let b = (clip(f.to.1), row(f.to.0) - 0.5);
-                PathElement::new([a, b], RGBColor(30, 30, 30).mix(0.6).stroke_width(1))
+                PathElement::new([a, b], RGBColor(30, 30, 30).mix(0.25).stroke_width(1))
             }))
             .map_err(|e| draw(&e))?;
         // The legend, in the strip right of the plot: the kinds present, then the flows.
