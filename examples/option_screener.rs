@@ -26,6 +26,7 @@ use gmprt::kernels::black_scholes::{
     price_greeks, stage_words, synthetic_chain, BsBatch, BsResults, Contract, Greeks, IN_WORDS, OUT_WORDS,
 };
 use gmprt::offload::jobs::BlackScholes;
+use gmprt::offload::model::{CostModel, DeviceProfile};
 use gmprt::offload::timeline::Report;
 use gmprt::offload::{Batcher, BatcherConfig, Device, DeviceKind, PhaseTimes};
 use gmprt::runtime::Runtime;
@@ -77,6 +78,11 @@ struct Args {
         value_parser = clap::value_parser!(u8).range(1..=5)
     )]
     ways: Vec<u8>,
+    /// A device profile (JSON, e.g. offload/profiles/host-2core-vm.json) whose cost model
+    /// predicts each of way 4's batches: a traced run draws the prediction on a model lane
+    /// beside each slot, so a misprediction shows
+    #[arg(long, value_name = "PROFILE")]
+    model: Option<std::path::PathBuf>,
 }
 
 impl Cli for Args {}
@@ -225,7 +231,11 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
     // 4. A million tasks through the Batcher.
     if want(4) {
         let max_delay = Duration::from_micros(a.max_delay_us as u64);
-        let cfg = BatcherConfig { max_batch: a.max_batch, max_delay, ..BatcherConfig::default() };
+        let model = a.model.as_ref().map(|path| match DeviceProfile::load(path) {
+            Ok(p) => std::sync::Arc::new(CostModel::new(p)),
+            Err(e) => fail("option_screener: --model", e),
+        });
+        let cfg = BatcherConfig { max_batch: a.max_batch, max_delay, model, ..BatcherConfig::default() };
         ways.push(through_batcher(
             &rt,
             &device,
