@@ -32,7 +32,7 @@ declare -A EXPECT=(
   [1-correct]="~30-120 s: CUDA tests (GMPRT_REQUIRE_GPU=1) then every offload/kernels test binary"
   [2-calibrate]="~120-300 s: PyTorch reference figures, explain --all --device cuda (calibration), ncu SpeedOfLight"
   [3-screener]="~30-120 s: option_screener 1e6, monte_carlo_pi 1e9/1e8, matmul_ladder 4096"
-  [4-sched]="~10-20 s: million_tasks at procs 1 2 4 8 16, --park, tokio at 16"
+  [4-sched]="~20-40 s: million_tasks at procs 1 2 4 8 16, --park, tokio at 16, amdahl 1..16"
   [5-bench]="~250-450 s (capped at 540): criterion benches scheduler + offload (BENCH_PROCS=16), the model bench"
 )
 
@@ -289,6 +289,10 @@ stage_4_sched() {
   figures "million_tasks-park-p$p" '^million_tasks runtime=' 1
   step "million_tasks-tokio-p$p" 60 "$BIN/million_tasks" --tasks "$tasks" --procs "$p" --runtime tokio
   figures "million_tasks-tokio-p$p" '^million_tasks runtime=' 1
+  # The speed-up curve against Amdahl's law, p fitted from the measurements (issue 13, item 8).
+  step amdahl "$(pick 120 60 30)" "$BIN/amdahl" --max-procs "$(pick 16 "$maxp" 2)" \
+    --serial "$(pick 20000000 2000000 200000)" --parallel "$(pick 80000000 8000000 800000)" --out "$W/amdahl.svg"
+  figures amdahl '^( *[0-9]+ |fitted|measured|serial)' 24
 }
 
 stage_5_bench() {
