@@ -30,6 +30,7 @@
 
 pub mod chan;
 pub mod coop;
+pub mod dump;
 pub mod latency;
 pub(crate) mod loom;
 #[cfg(loom)]
@@ -71,6 +72,7 @@ use std::future::Future;
 ///
 /// # Panics
 /// Outside a runtime, with a message saying how to fix it; use [`try_spawn`] to get an error.
+#[track_caller]
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
@@ -83,6 +85,7 @@ where
 }
 
 /// Like [`spawn`], but returns an error outside a runtime or after shutdown.
+#[track_caller]
 pub fn try_spawn<F>(future: F) -> Result<JoinHandle<F::Output>, SpawnError>
 where
     F: Future + Send + 'static,
@@ -126,6 +129,7 @@ where
 ///
 /// # Panics
 /// Outside a runtime, as [`spawn`].
+#[track_caller]
 pub fn go<F>(f: F) -> JoinHandle<F::Output>
 where
     F: GoBody,

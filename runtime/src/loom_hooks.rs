@@ -41,6 +41,7 @@ impl Scheduler {
             trace: None,
             task_cache: true,
             max_threads: crate::DEFAULT_MAX_THREADS,
+            detect_deadlock: false,
         });
         let shared = Arc::new(shared);
         let ps = ps.into_iter().map(|p| P { p, shared: shared.clone() }).collect();
@@ -55,7 +56,7 @@ impl Scheduler {
         F::Output: Send + 'static,
     {
         let id = TaskId(self.shared.idgen.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-        let (task, raw) = allocate(future, id, self.shared.clone(), None);
+        let (task, raw) = allocate(future, id, self.shared.clone(), None, std::panic::Location::caller());
         (Task(task), JoinHandle::new(raw))
     }
 

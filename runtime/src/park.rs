@@ -55,6 +55,11 @@ impl ThreadParker {
         self.cv.notify_one();
     }
 
+    /// True if a wake-up is pending (the next `park` returns at once).
+    pub(crate) fn is_notified(&self) -> bool {
+        *self.notified.lock()
+    }
+
     fn park(&self) {
         let mut n = self.notified.lock();
         while !*n {
@@ -73,5 +78,45 @@ pub(crate) fn block_on_local<F: Future>(fut: F, (parker, waker): (Arc<ThreadPark
             return v;
         }
         parker.park();
+    }
+}
+
+/// `Runtime::try_block_on`'s loop: polls `fut` with `entry`'s wait cell current, and before
+/// each park marks the thread parked and runs the deadlock check (`dump.rs`). `None`: the
+/// check found that nothing can wake the program (the dump is in `dead`).
+pub(crate) fn block_on_checked<F: Future>(
+    fut: F,
+    parker: &ThreadParker,
+    entry: &crate::dump::BlockOn,
+    shared: &crate::sched::Shared,
+    dead: &mut Option<crate::dump::TaskDump>,
+) -> Option<F::Output> {
+    use std::sync::atomic::Ordering::{Release, SeqCst};
+    let mut fut = pin!(fut);
+    let mut cx = Context::from_waker(&entry.waker);
+    loop {
+        let g = crate::task::wait::enter(&entry.wait);
+        let r = fut.as_mut().poll(&mut cx);
+        drop(g);
+        if let Poll::Ready(v) = r {
+            return Some(v);
+        }
+        // Release: a dump that reads `parked` (Acquire) also sees the wait reason above.
+        entry.parked.store(true, Release);
+        if shared.detect_deadlock {
+            // SeqCst: pairs with `pidleput`'s increment of `npidle` (dump.rs, module doc).
+            shared.dead.parked.fetch_add(1, SeqCst);
+            if let Some(d) = shared.checkdead() {
+                shared.dead.parked.fetch_sub(1, SeqCst);
+                entry.parked.store(false, Release);
+                *dead = Some(d);
+                return None;
+            }
+            parker.park();
+            shared.dead.parked.fetch_sub(1, SeqCst);
+        } else {
+            parker.park();
+        }
+        entry.parked.store(false, Release);
     }
 }

@@ -1,6 +1,6 @@
 //! `Runtime`, its `Builder` and `Handle`: start-up, `block_on`, spawning, stats, shutdown.
 
-use crate::park::{block_on_local, ThreadParker};
+use crate::park::ThreadParker;
 use crate::sched::context::{enter, with_current, Context};
 use crate::sched::stats::RuntimeStats;
 use crate::sched::{Config, Refused, Shared};
@@ -96,6 +96,7 @@ pub struct Builder {
     trace: Option<std::path::PathBuf>,
     task_cache: Option<bool>,
     max_threads: Option<usize>,
+    detect_deadlock: Option<bool>,
     /// loom models only: Ms started by `build` (default `procs`).
     #[cfg(loom)]
     loom_prestart_ms: Option<usize>,
@@ -155,6 +156,16 @@ impl Builder {
     /// calls that would need more get `Err(ThreadLimit)` from `syscall`; zero is an error.
     pub fn max_threads(mut self, n: usize) -> Self {
         self.max_threads = Some(n);
+        self
+    }
+
+    /// Whether `block_on` reports Go's "all goroutines are asleep - deadlock!" (with a task
+    /// dump) instead of hanging when nothing can wake the program (default on; overrides
+    /// `GMPRT_DEADLOCK`, where `0` turns it off). See [`crate::dump`] for what the check can and cannot see:
+    /// turn it off in a program whose plain OS threads keep channel ends or a `Handle` to use
+    /// while every task waits.
+    pub fn detect_deadlock(mut self, on: bool) -> Self {
+        self.detect_deadlock = Some(on);
         self
     }
 
@@ -243,6 +254,10 @@ impl Builder {
             trace,
             task_cache: self.task_cache.unwrap_or(true),
             max_threads,
+            detect_deadlock: match self.detect_deadlock {
+                Some(on) => on,
+                None => Self::env_usize("GMPRT_DEADLOCK")? != Some(0),
+            },
         });
         let shared = Arc::new(shared);
         {
@@ -311,6 +326,7 @@ impl Runtime {
     }
 
     /// Spawns a task (from outside the runtime it goes to the global queue).
+    #[track_caller]
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
@@ -323,11 +339,84 @@ impl Runtime {
     /// while the Ms run spawned tasks. `gmprt::spawn` works inside it.
     ///
     /// Panics if called from inside a task of any gmprt runtime: that would block an M.
+    ///
+    /// When nothing can ever wake the program (every task and `block_on` future waits on
+    /// another, see [`crate::dump`]) it panics with Go's "all goroutines are asleep -
+    /// deadlock!" and a task dump instead of hanging; [`Runtime::try_block_on`] returns that
+    /// as an error, and `Builder::detect_deadlock(false)` turns the check off.
+    #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        match self.try_block_on(future) {
+            Ok(v) => v,
+            Err(d) => panic!("{d}"),
+        }
+    }
+
+    /// `block_on` that returns the deadlock report as an error instead of panicking.
+    ///
+    /// ```
+    /// use gmprt_runtime::{chan::chan, Runtime};
+    /// let rt = Runtime::builder().procs(2).build().unwrap();
+    /// let (_tx, rx) = chan::<u32>(0);
+    /// // Nobody will ever send: Go would say "all goroutines are asleep - deadlock!".
+    /// let err = rt.try_block_on(async move { rx.recv().await }).unwrap_err();
+    /// assert!(err.to_string().starts_with("all goroutines are asleep - deadlock!"));
+    /// ```
+    #[track_caller]
+    pub fn try_block_on<F: Future>(&self, future: F) -> Result<F::Output, crate::dump::Deadlock> {
         assert_not_on_m("Runtime::block_on");
         let cx = Context::new(self.shared.clone(), usize::MAX);
         let _g = enter(&cx);
-        block_on_local(future, ThreadParker::current_waker())
+        let (parker, waker) = ThreadParker::current_waker();
+        let entry = Arc::new(crate::dump::BlockOn {
+            wait: crate::task::wait::WaitCell::new(),
+            site: std::panic::Location::caller(),
+            parked: std::sync::atomic::AtomicBool::new(false),
+            waker,
+            parker: parker.clone(),
+        });
+        /// Takes the entry out of the registry however `block_on` ends (a panic included).
+        struct Registered<'a>(&'a Shared, Arc<crate::dump::BlockOn>);
+        impl Drop for Registered<'_> {
+            fn drop(&mut self) {
+                let mut list = self.0.dead.block_ons.lock().unwrap_or_else(|e| e.into_inner());
+                list.retain(|b| !Arc::ptr_eq(b, &self.1));
+            }
+        }
+        self.shared.dead.block_ons.lock().unwrap_or_else(|e| e.into_inner()).push(entry.clone());
+        let _reg = Registered(&self.shared, entry.clone());
+        let mut dead = None;
+        match crate::park::block_on_checked(future, &parker, &entry, &self.shared, &mut dead) {
+            Some(v) => Ok(v),
+            None => Err(crate::dump::Deadlock { dump: dead.unwrap_or_default() }),
+        }
+    }
+
+    /// What every task is doing and waiting on (Go's goroutine dump; see [`crate::dump`]).
+    ///
+    /// ```
+    /// use gmprt_runtime::{chan::chan, dump::{TaskState, WaitReason}, Runtime};
+    /// let rt = Runtime::builder().procs(1).build().unwrap();
+    /// let (tx, rx) = chan::<u32>(0);
+    /// let (ready_tx, ready_rx) = chan::<()>(1);
+    /// let h = rt.spawn(async move {
+    ///     ready_tx.send(()).await.unwrap();
+    ///     rx.recv().await
+    /// });
+    /// rt.block_on(async { ready_rx.recv().await });
+    /// // The task parks on `rx` right after its send; wait until the dump shows it.
+    /// let d = loop {
+    ///     let d = rt.dump();
+    ///     if d.tasks.iter().any(|t| t.state == TaskState::Parked) { break d; }
+    ///     std::thread::yield_now();
+    /// };
+    /// let t = d.tasks.iter().find(|t| t.id == Some(h.id())).unwrap();
+    /// assert!(matches!(t.wait, WaitReason::ChanRecv { .. }));
+    /// drop(tx);
+    /// assert_eq!(rt.block_on(h).unwrap(), None);
+    /// ```
+    pub fn dump(&self) -> crate::dump::TaskDump {
+        self.shared.dump()
     }
 
     /// A snapshot of the scheduler's counters.
@@ -381,6 +470,7 @@ impl Handle {
 
     /// Spawns a task. After shutdown the task is not run: its handle yields
     /// `Err(JoinError::Cancelled)` (use [`Handle::try_spawn`] to be told instead).
+    #[track_caller]
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
@@ -392,6 +482,7 @@ impl Handle {
     }
 
     /// Spawns a task, or says why it could not.
+    #[track_caller]
     pub fn try_spawn<F>(&self, future: F) -> Result<JoinHandle<F::Output>, SpawnError>
     where
         F: Future + Send + 'static,
@@ -402,12 +493,18 @@ impl Handle {
 
     /// `try_spawn` for a task meant to run on another P while the caller keeps its own busy:
     /// queued stealable (not in `runnext`) and an idle M woken (`Shared::spawn_to`).
+    #[track_caller]
     pub(crate) fn try_spawn_elsewhere<F>(&self, future: F) -> Result<JoinHandle<F::Output>, SpawnError>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
         self.shared.spawn_to(future, false).map_err(|(Refused::Shutdown, _)| SpawnError::Shutdown)
+    }
+
+    /// What every task is doing and waiting on (see [`Runtime::dump`]); from any thread.
+    pub fn dump(&self) -> crate::dump::TaskDump {
+        self.shared.dump()
     }
 
     /// A snapshot of the scheduler's counters.

@@ -84,6 +84,11 @@ impl<T> Chan<T> {
         }
     }
 
+    /// The channel's id (`chan #N` in a task dump).
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
     pub(crate) fn capacity(&self) -> usize {
         self.cap
     }

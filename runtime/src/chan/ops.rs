@@ -46,7 +46,7 @@ impl<T> Future for SendFuture<'_, T> {
             return Poll::Pending;
         }
         let chan = this.chan;
-        chan.with_lock(|st, wakes| {
+        let r = chan.with_lock(|st, wakes| {
             if let Some(i) = this.slot {
                 match st.status(i) {
                     Status::Queued => {
@@ -74,7 +74,12 @@ impl<T> Future for SendFuture<'_, T> {
                     Poll::Pending
                 }
             }
-        })
+        });
+        if r.is_pending() {
+            // Parked on this channel: what a dump and the deadlock check read.
+            crate::task::wait::set(crate::task::wait::CHAN_SEND, chan.id(), 0);
+        }
+        r
     }
 }
 
@@ -121,7 +126,7 @@ impl<T> Future for RecvFuture<'_, T> {
             return Poll::Pending;
         }
         let chan = this.chan;
-        chan.with_lock(|st, wakes| {
+        let r = chan.with_lock(|st, wakes| {
             if let Some(i) = this.slot {
                 match st.status(i) {
                     Status::Queued => {
@@ -148,7 +153,12 @@ impl<T> Future for RecvFuture<'_, T> {
                     Poll::Pending
                 }
             }
-        })
+        });
+        if r.is_pending() {
+            // Parked on this channel: what a dump and the deadlock check read.
+            crate::task::wait::set(crate::task::wait::CHAN_RECV, chan.id(), 0);
+        }
+        r
     }
 }
 

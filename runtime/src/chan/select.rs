@@ -346,7 +346,14 @@ where
                 this.finished = true;
                 Poll::Ready(k)
             }
-            None => Poll::Pending,
+            None => {
+                // Waiting. Only when every arm is a channel arm is the wait gmprt's alone; a
+                // future arm recorded its own reason when polled (or left "unknown").
+                if locks.iter().all(Option::is_some) {
+                    crate::task::wait::set(crate::task::wait::SELECT, N as u64, 0);
+                }
+                Poll::Pending
+            }
         }
     }
 }

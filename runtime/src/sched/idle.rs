@@ -106,7 +106,10 @@ impl Shared {
             return;
         }
         s.pidle.push(p);
-        self.npidle.fetch_add(1, SeqCst);
+        if self.npidle.fetch_add(1, SeqCst) + 1 == self.procs() {
+            // The last P went idle: a parked `block_on` may now find a deadlock (dump.rs).
+            self.wake_block_ons_if_dead();
+        }
     }
 
     /// Go's `pidleget`. Must hold `sched`.
@@ -205,6 +208,9 @@ impl Shared {
             s.midle.push(park.clone());
             self.nmidle.fetch_add(1, SeqCst);
         }
+        // This M stopped spinning and gave its P back: if that made the scheduler quiet, a
+        // parked `block_on` runs the deadlock check (dump.rs).
+        self.wake_block_ons_if_dead();
         self.external_stats.parks.bump_shared();
         self.trace_park();
         loop {

@@ -59,6 +59,8 @@ pub(crate) struct Config {
     pub(crate) task_cache: bool,
     /// Cap on M threads (Go's `SetMaxThreads`).
     pub(crate) max_threads: usize,
+    /// Whether `block_on` runs the deadlock check (`dump.rs`).
+    pub(crate) detect_deadlock: bool,
 }
 
 /// Everything the Ms of one runtime share (Go's `sched` plus `allp`).
@@ -97,6 +99,9 @@ pub(crate) struct Shared {
     pub(crate) monitor: (Mutex<sysmon::SysmonCtl>, Condvar),
     /// The thread cap (Go's `SetMaxThreads`), see `syscall.rs`.
     pub(crate) max_threads: usize,
+    /// Whether `block_on` runs the deadlock check, and its state (`dump.rs`).
+    pub(crate) detect_deadlock: bool,
+    pub(crate) dead: crate::dump::DeadState,
 }
 
 /// The result of `Shared::spawn`: a handle, or the refusal with a handle already cancelled.
@@ -111,7 +116,7 @@ pub(crate) enum Refused {
 impl Shared {
     #[allow(clippy::vec_box)] // Ps are boxed: they move between Ms by pointer.
     pub(crate) fn new(cfg: Config) -> (Shared, Vec<Box<Processor>>) {
-        let Config { procs, thread_name, stack_size, trace, task_cache, max_threads } = cfg;
+        let Config { procs, thread_name, stack_size, trace, task_cache, max_threads, detect_deadlock } = cfg;
         // One clock: the timers' epoch is the trace's.
         let epoch = trace.as_ref().map_or_else(std::time::Instant::now, |t| t.rec.epoch());
         let mut ps = Vec::with_capacity(procs);
@@ -147,6 +152,8 @@ impl Shared {
             epoch,
             monitor: (Mutex::new(sysmon::SysmonCtl::default()), Condvar::new()),
             max_threads,
+            detect_deadlock,
+            dead: Default::default(),
         };
         (shared, ps)
     }
@@ -233,6 +240,7 @@ impl Shared {
     /// runtime it goes to the current P's `runnext` (inheriting the time slice); from anywhere
     /// else to the global queue. After shutdown the task is cancelled at once (its handle
     /// yields `Cancelled`) and `Err(Refused::Shutdown)` says so.
+    #[track_caller]
     pub(crate) fn spawn<F>(self: &Arc<Self>, future: F) -> SpawnResult<F::Output>
     where
         F: Future + Send + 'static,
@@ -246,17 +254,20 @@ impl Shared {
     /// while the spawner keeps computing (`parallel_for`'s helpers): in an empty `runnext` it
     /// would wait for the spawner's poll to end, since that placement wakes no M (see
     /// "runnext" in `processor.rs`).
+    #[track_caller]
     pub(crate) fn spawn_to<F>(self: &Arc<Self>, future: F, next: bool) -> SpawnResult<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        let site = std::panic::Location::caller();
         if self.is_shutdown() {
             let (task, raw) = crate::task::core::allocate(
                 future,
                 TaskId(self.idgen.fetch_add(1, Relaxed)),
                 self.clone(),
                 None,
+                site,
             );
             self.external_stats.spawned.bump_shared();
             task.shutdown();
@@ -268,7 +279,7 @@ impl Shared {
                     if let Some(p) = guard.as_mut() {
                         let id = p.next_goid(self);
                         let (task, raw) =
-                            crate::task::core::allocate(future, id, self.clone(), Some(&mut p.cache));
+                            crate::task::core::allocate(future, id, self.clone(), Some(&mut p.cache), site);
                         self.allp[p.id].stats.spawned.bump();
                         self.trace_ready(task.header());
                         let stealable = p.runqput(self, task, next);
@@ -286,7 +297,7 @@ impl Shared {
             Ok(h) => Ok(h),
             Err(future) => {
                 let id = TaskId(self.idgen.fetch_add(1, Relaxed));
-                let (task, raw) = crate::task::core::allocate(future, id, self.clone(), None);
+                let (task, raw) = crate::task::core::allocate(future, id, self.clone(), None, site);
                 self.external_stats.spawned.bump_shared();
                 self.trace_ready(task.header());
                 self.inject(task);

@@ -78,6 +78,9 @@ pub(crate) struct PShared {
     pub(crate) syscall_when: AtomicU64,
     /// Id of the task being polled (0: none), for sysmon's long-poll report.
     pub(crate) curtask: AtomicU64,
+    /// That task's spawn site (null: none), for the same report. Always null or a
+    /// `&'static Location`, so a read racing the next poll's store is still a valid site.
+    pub(crate) cursite: std::sync::atomic::AtomicPtr<std::panic::Location<'static>>,
 }
 
 impl PShared {
@@ -142,6 +145,7 @@ impl Processor {
             syscall_slot: Mutex::new(None),
             syscall_when: AtomicU64::new(0),
             curtask: AtomicU64::new(0),
+            cursite: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
         };
         let p = Processor {
             id,

@@ -94,6 +94,10 @@ where
         if shared.nmidle.load(SeqCst) == 0 && shared.mcount.load(SeqCst) >= shared.max_threads {
             return Some(Err(shared.max_threads));
         }
+        // Counted before the P can be handed off (SeqCst: the deadlock check reads it with the
+        // idle counters, dump.rs): a task in a syscall is in no queue, so the check must see
+        // the count whenever its P is idle.
+        shared.dead.in_syscall.fetch_add(1, SeqCst);
         shared.trace_syscall_enter(pid, cx.mid);
         let p = cx.take_p().expect("an M with a pid holds its P");
         let ps = &shared.allp[pid];
@@ -113,6 +117,7 @@ where
             impl Drop for Exit {
                 fn drop(&mut self) {
                     self.0.exitsyscall(self.1);
+                    self.0.dead.in_syscall.fetch_sub(1, SeqCst);
                 }
             }
             let _exit = Exit(shared, pid);

@@ -129,12 +129,19 @@ impl Shared {
                     self.external_stats.long_polls_delaying.bump_shared();
                     acted = true;
                     let task = ps.curtask.load(Relaxed);
+                    let site = ps.cursite.load(Relaxed);
                     if !*warned && task != 0 {
                         *warned = true;
+                        let site = if site.is_null() {
+                            String::new()
+                        } else {
+                            // SAFETY: `cursite` only ever holds null or a `&'static Location`.
+                            format!(" (spawned at {})", unsafe { &*site })
+                        };
                         eprintln!(
-                            "gmprt: task#{task} has been running one poll for over {} ms on P{pid} while \
-                             {} task(s) wait behind it (futures cannot be preempted). Wrap blocking work \
-                             in gmprt::syscall(..), or call gmprt::yield_now().await in long loops. \
+                            "gmprt: task#{task}{site} has been running one poll for over {} ms on P{pid} \
+                             while {} task(s) wait behind it (futures cannot be preempted). Wrap blocking \
+                             work in gmprt::syscall(..), or call gmprt::yield_now().await in long loops. \
                              (Reported once; stats().long_polls counts every long poll.)",
                             LONG_POLL_NS / 1_000_000,
                             ps.queued().max(1)

@@ -204,7 +204,15 @@ impl<'a, T> Future for Lock<'a, T> {
                 this.done = true;
                 Poll::Ready(MutexGuard::new(this.mutex))
             }
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {
+                // Queued behind the holder: what a dump and the deadlock check read.
+                crate::task::wait::set(
+                    crate::task::wait::MUTEX,
+                    std::ptr::from_ref(this.mutex).cast::<()>().addr() as u64,
+                    0,
+                );
+                Poll::Pending
+            }
         }
     }
 }

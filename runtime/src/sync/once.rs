@@ -234,6 +234,7 @@ impl Future for Begin<'_> {
             let w = st.waiters.get_mut(k);
             if !w.notified {
                 super::waiters::update_waker(&mut w.waker, cx);
+                crate::task::wait::set(crate::task::wait::ONCE, 0, 0);
                 return Poll::Pending;
             }
             st.waiters.free(k);
@@ -246,6 +247,7 @@ impl Future for Begin<'_> {
             Poll::Ready(true)
         } else {
             this.key = Some(st.waiters.push_back(Parked::new(cx)));
+            crate::task::wait::set(crate::task::wait::ONCE, 0, 0);
             Poll::Pending
         }
     }

@@ -145,6 +145,7 @@ impl WaitGroup {
     ///
     /// # Panics
     /// Outside a runtime, as [`crate::spawn`] (the counter is left unchanged).
+    #[track_caller]
     pub fn go<F>(&self, future: F) -> crate::JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
@@ -224,6 +225,7 @@ impl Future for Wait<'_> {
                     return Poll::Ready(());
                 }
                 this.key = Some(list.push_back(Parked::new(cx)));
+                crate::task::wait::set(crate::task::wait::WAITGROUP, 0, this.inner.count() as u64);
                 Poll::Pending
             }
             Some(k) => {
@@ -234,6 +236,7 @@ impl Future for Wait<'_> {
                     Poll::Ready(())
                 } else {
                     update_waker(&mut w.waker, cx);
+                    crate::task::wait::set(crate::task::wait::WAITGROUP, 0, this.inner.count() as u64);
                     Poll::Pending
                 }
             }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 /// A task's id: unique within its runtime, handed out in per-P batches like Go's `goidcache`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct TaskId(pub u64);
 
 impl std::fmt::Display for TaskId {
@@ -65,6 +65,10 @@ pub(crate) struct Header {
     /// and why `Relaxed` suffices). A plain std atomic under loom too: a statistic that no
     /// protocol decision reads.
     pub(crate) woken_at: std::sync::atomic::AtomicU64,
+    /// Where the task was spawned (`#[track_caller]` on `spawn`/`go`), for dumps and sysmon.
+    pub(crate) spawned_at: &'static std::panic::Location<'static>,
+    /// What the task waits on while parked (see `wait.rs`).
+    pub(crate) wait: super::wait::WaitCell,
 }
 
 // SAFETY: the header is shared between threads by design; every field is either atomic,
@@ -101,6 +105,7 @@ pub(crate) fn allocate<F>(
     id: TaskId,
     sched: Arc<Shared>,
     cache: Option<&mut CellCache>,
+    spawned_at: &'static std::panic::Location<'static>,
 ) -> (Notified, NonNull<Header>)
 where
     F: Future + Send + 'static,
@@ -117,6 +122,8 @@ where
             sched: unsafe { NonNull::new_unchecked(Arc::into_raw(sched) as *mut Shared) },
             join_waker: UnsafeCell::new(None),
             woken_at: std::sync::atomic::AtomicU64::new(0),
+            spawned_at,
+            wait: super::wait::WaitCell::new(),
         },
         stage: UnsafeCell::new(Stage::Running(future)),
     };
@@ -247,6 +254,9 @@ where
     let mut cx = Context::from_waker(&waker);
     // SAFETY: RUNNING gives exclusive access to the stage.
     let stage = unsafe { stage::<F>(ptr) };
+    // The poll's wait reason goes to this task's header (a primitive that returns Pending
+    // records it; anything else leaves "unknown").
+    let wait_guard = super::wait::enter(&header.wait);
     let res = crate::coop::with_budget(|| {
         catch_unwind(AssertUnwindSafe(|| {
             // SAFETY: RUNNING gives exclusive access to the stage.
@@ -257,6 +267,7 @@ where
             })
         }))
     });
+    drop(wait_guard);
     let out = match res {
         Ok(Poll::Pending) => {
             shared.trace_poll_end(header, mark, false);
@@ -404,12 +415,13 @@ unsafe fn read_output<F: Future>(ptr: NonNull<Header>, dst: *mut ()) {
 mod tests {
     use super::*;
 
-    /// The per-task overhead the docs quote (and `million_tasks --park` measures): a 64-byte
+    /// The per-task overhead the docs quote (and `million_tasks --park` measures): a 96-byte
     /// header — state 8, vtable 8, owned-list links 16, id 8, scheduler 8, join waker 16 —
-    /// plus the readiness stamp (8) that scheduling latency and trace flows read.
+    /// plus the readiness stamp (8) that scheduling latency and trace flows read, the spawn
+    /// site (8) and the wait reason (16) that `Runtime::dump` prints.
     #[test]
-    fn header_is_72_bytes() {
-        assert_eq!(std::mem::size_of::<Header>(), 72);
+    fn header_is_96_bytes() {
+        assert_eq!(std::mem::size_of::<Header>(), 96);
     }
 
     /// A cell is the header followed by the stage: no hidden per-task allocation.

@@ -118,6 +118,7 @@ impl<T> Future for JoinHandle<T> {
                     unsafe { (*w).as_ref().is_some_and(|w| w.will_wake(cx.waker())) }
                 });
                 if same {
+                    super::wait::set(super::wait::JOIN, header.id.0, 0);
                     return Poll::Pending;
                 }
                 // Take the slot back to replace the waker.
@@ -132,6 +133,7 @@ impl<T> Future for JoinHandle<T> {
                     unsafe { *w = Some(cx.waker().clone()) }
                 });
                 if header.state.set_join_waker().is_ok() {
+                    super::wait::set(super::wait::JOIN, header.id.0, 0);
                     return Poll::Pending;
                 }
                 // Completed meanwhile: the output is ready.

@@ -31,6 +31,7 @@ pub(crate) mod core;
 pub(crate) mod join;
 pub(crate) mod owned;
 pub(crate) mod state;
+pub(crate) mod wait;
 pub(crate) mod waker;
 
 pub use self::core::TaskId;

@@ -144,6 +144,23 @@ impl OwnedTasks {
     }
 
     /// Number of parked-at-least-once, not yet completed tasks.
+    /// Calls `f` on every linked task, one shard at a time under its lock (`Runtime::dump`,
+    /// the deadlock check). `f` must not touch the list (the shard's lock is held).
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&Header)) {
+        for shard in self.shards.iter() {
+            let shard = shard.lock();
+            let mut cur = shard.head;
+            while let Some(h) = cur {
+                // SAFETY: `h` is linked in this shard, whose lock we hold: the list's reference
+                // keeps it alive, and its links change only under this lock.
+                let h = unsafe { h.as_ref() };
+                f(h);
+                // SAFETY: as above.
+                cur = h.links.with(|l| unsafe { (*l).next });
+            }
+        }
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().len).sum()
     }

@@ -143,6 +143,7 @@ impl Future for Sleep {
         let this = unsafe { self.get_unchecked_mut() };
         let Some(deadline) = this.deadline else {
             // Never: nothing will fire it, so it takes no heap slot (see the module doc).
+            crate::task::wait::set(crate::task::wait::TIMER, 0, u64::MAX);
             return Poll::Pending;
         };
         if Instant::now() >= deadline {
@@ -170,7 +171,11 @@ impl Future for Sleep {
             drop(heap);
             // Fired means the clock passed `when`, which is `deadline` rounded up: not early.
             // It was parked, so no budget is spent (it yielded already).
-            return if done { Poll::Ready(()) } else { Poll::Pending };
+            if done {
+                return Poll::Ready(());
+            }
+            crate::task::wait::set(crate::task::wait::TIMER, 0, reg.shared.nanos(deadline));
+            return Poll::Pending;
         }
         // First poll: register in the current P's heap (P 0 off an M).
         let (shared, p, on_m) = with_current(|c| match c {
@@ -199,6 +204,7 @@ impl Future for Sleep {
         }
         this.reg = Some(Registration { shared: shared.clone(), p });
         shared.timer_added(on_m);
+        crate::task::wait::set(crate::task::wait::TIMER, 0, when);
         Poll::Pending
     }
 }

@@ -1,0 +1,118 @@
+//! What a parked task waits on: the wait reason a gmprt primitive records when it returns
+//! `Pending`, read by `Runtime::dump` and by the deadlock check (`crate::dump`).
+//!
+//! Protocol:
+//! * The poll harness (`core::run`, and `block_on` for its own future) makes a [`WaitCell`]
+//!   current on its thread ([`enter`]) and marks it [`UNKNOWN`] before each poll: a future
+//!   that is not a gmprt primitive leaves it so ("a foreign future", which the deadlock check
+//!   must assume anything may wake).
+//! * A primitive that is about to return `Pending` calls [`set`] with its kind, an object id
+//!   and one auxiliary word (a count, a deadline, a task id). Two relaxed stores into the
+//!   current cell; nothing when no cell is current (a primitive polled by another executor).
+//! * Readers (a dump, the deadlock check) load both words relaxed. A reason read while its
+//!   task runs may pair a kind with another park's auxiliary word: the words are plain
+//!   numbers, never pointers, so a torn read prints a stale figure and is never unsound. The
+//!   deadlock check reads them only when every P is idle and no task runs, when no writer
+//!   exists (`crate::dump`'s module doc).
+//!
+//! Why relaxed suffices: the reason is a diagnostic; no protocol decision orders other
+//! memory through it. The deadlock check's stability comes from the scheduler's own SeqCst
+//! counters (idle Ps, spinning Ms, the progress counter), which it re-reads after the scan.
+//!
+//! Plain std atomics under loom too: a statistic no protocol decision reads.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Not parked, or parked before any poll (a fresh task).
+pub(crate) const NONE: u8 = 0;
+/// Parked in a future that is not a gmprt primitive.
+pub(crate) const UNKNOWN: u8 = 1;
+/// `recv` on a channel (`id`: the channel's id).
+pub(crate) const CHAN_RECV: u8 = 2;
+/// `send` on a channel.
+pub(crate) const CHAN_SEND: u8 = 3;
+/// `select!` (`id`: the number of cases).
+pub(crate) const SELECT: u8 = 4;
+/// `Mutex::lock` (`id`: the mutex's address).
+pub(crate) const MUTEX: u8 = 5;
+/// `WaitGroup::wait` (`aux`: the count when it parked).
+pub(crate) const WAITGROUP: u8 = 6;
+/// `Once::call_once` while another task runs the initialiser.
+pub(crate) const ONCE: u8 = 7;
+/// A `JoinHandle` (`id`: the joined task's id).
+pub(crate) const JOIN: u8 = 8;
+/// A timer (`aux`: the deadline in runtime-clock ns).
+pub(crate) const TIMER: u8 = 9;
+/// An event source outside the runtime (`id`: index of its name, `aux`: the caller's id).
+pub(crate) const EXTERNAL: u8 = 10;
+
+/// Bits of the first word that hold the id (the top 8 hold the kind).
+const ID_BITS: u32 = 56;
+const ID_MASK: u64 = (1 << ID_BITS) - 1;
+
+/// One task's (or one `block_on` future's) wait reason: `what` = kind << 56 | id, `aux`.
+#[derive(Default)]
+pub(crate) struct WaitCell {
+    what: AtomicU64,
+    aux: AtomicU64,
+}
+
+impl WaitCell {
+    /// A cell that reads `NONE`.
+    pub(crate) const fn new() -> Self {
+        Self { what: AtomicU64::new(0), aux: AtomicU64::new(0) }
+    }
+
+    /// Records a reason (relaxed; see the module doc).
+    #[inline]
+    pub(crate) fn store(&self, kind: u8, id: u64, aux: u64) {
+        self.aux.store(aux, Relaxed);
+        self.what.store((kind as u64) << ID_BITS | (id & ID_MASK), Relaxed);
+    }
+
+    /// (kind, id, aux) as last recorded.
+    pub(crate) fn load(&self) -> (u8, u64, u64) {
+        let w = self.what.load(Relaxed);
+        ((w >> ID_BITS) as u8, w & ID_MASK, self.aux.load(Relaxed))
+    }
+}
+
+crate::loom::thread_local! {
+    static CURRENT: Cell<*const WaitCell> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Restores the previously current cell when dropped.
+pub(crate) struct WaitGuard(*const WaitCell);
+
+impl Drop for WaitGuard {
+    fn drop(&mut self) {
+        let prev = self.0;
+        // `try_with`: a task polled from a thread-local destructor at thread exit.
+        let _ = CURRENT.try_with(|c| c.set(prev));
+    }
+}
+
+/// Makes `cell` the current wait cell and marks it [`UNKNOWN`] until the guard drops. The
+/// cell must outlive the guard (the task's header, or `block_on`'s frame).
+#[inline]
+pub(crate) fn enter(cell: &WaitCell) -> WaitGuard {
+    cell.store(UNKNOWN, 0, 0);
+    let prev = CURRENT.try_with(|c| c.replace(cell as *const WaitCell)).unwrap_or(std::ptr::null());
+    WaitGuard(prev)
+}
+
+/// Records what the task being polled on this thread waits on; a no-op outside a gmprt poll.
+/// Called by a primitive right before it returns `Pending`.
+#[inline]
+pub(crate) fn set(kind: u8, id: u64, aux: u64) {
+    let _ = CURRENT.try_with(|c| {
+        let p = c.get();
+        if !p.is_null() {
+            // SAFETY: `enter`'s guard clears the pointer before the cell can be freed (the
+            // harness holds the task's reference, or `block_on` its frame, across the poll),
+            // and the pointer is only read on the thread that set it.
+            unsafe { &*p }.store(kind, id, aux);
+        }
+    });
+}
