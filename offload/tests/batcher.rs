@@ -621,3 +621,48 @@ fn crate_kernels_through_the_batcher() {
         assert!(c.iter().zip(&r).all(|(&x, &y)| close(x, y)), "{c:?} vs {r:?}");
     }
 }
+
+#[test]
+fn a_task_dump_says_what_each_submit_waits_on() {
+    use gmprt_offload::runtime::dump::{TaskState, WaitReason};
+    let gate = Arc::new(Gate::default());
+    let rt = rt(1);
+    // One slot, one item per batch: the first item's batch runs and is held in the kernel, the
+    // second fills the open batch, the third finds no room (backpressure).
+    let b = Batcher::new(Mix { gate: Some(gate.clone()) }, &Device::host(), cfg(1, LONG, 1)).unwrap();
+    let hs: Vec<_> = (0..3)
+        .map(|x| {
+            let b = b.clone();
+            rt.spawn(async move { b.submit(x).await })
+        })
+        .collect();
+    gate.wait_entered(1);
+    // The slot took batch 0 (and woke any waiter it gave room) before entering the kernel, so
+    // from here each task only moves towards its final wait. Wait for that state, observed
+    // through the runtime's dump (an event, not a time).
+    let dump = loop {
+        let d = rt.dump();
+        let parked = hs
+            .iter()
+            .filter(|h| d.tasks.iter().any(|t| t.id == Some(h.id()) && t.state == TaskState::Parked))
+            .count();
+        if parked == hs.len() {
+            break d;
+        }
+        std::thread::yield_now();
+    };
+    let on = |name: &str| {
+        dump.tasks
+            .iter()
+            .filter(|t| matches!(&t.wait, WaitReason::External { what, .. } if *what == name))
+            .count()
+    };
+    assert_eq!((on("Batcher batch"), on("Batcher room")), (2, 1), "{dump}");
+    assert!(dump.to_string().contains("Batcher batch #0"), "{dump}");
+    gate.release(usize::MAX / 2);
+    let mut outs: Vec<u32> = hs.into_iter().map(|h| rt.block_on(h).unwrap().unwrap()).collect();
+    outs.sort_unstable();
+    let mut want: Vec<u32> = (0..3).map(mix).collect();
+    want.sort_unstable();
+    assert_eq!(outs, want);
+}

@@ -2,17 +2,37 @@
 //! waiting for room (FIFO tickets, invariant R of the parent module), accepted into a batch,
 //! or done. Never blocks the polling thread: it takes `central` or its batch's lock for a
 //! short critical section and otherwise registers its waker.
+//!
+//! Before each `Pending` it tells the runtime what the task waits on, for a task dump and the
+//! deadlock check ([`ExternalWait`]: something outside the runtime, a slot worker, will wake
+//! it): `Batcher batch` with the batch's number, or `Batcher room` with the waiter's ticket
+//! while it waits for room (backpressure). Two relaxed stores into the task's header; the
+//! names are interned once per process.
 use super::{BatchShared, Shared};
 use crate::error::OffloadError;
 use crate::jobs::BatchKernel;
+use gmprt_runtime::dump::ExternalWait;
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::OnceLock;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
+
+/// What a pending `Submit` waits on: its batch to run (`Batcher batch #seq`), or room in the
+/// open batch (`Batcher room`, with its ticket). Interned at the first use.
+fn external(room: bool) -> ExternalWait {
+    static BATCH: OnceLock<ExternalWait> = OnceLock::new();
+    static ROOM: OnceLock<ExternalWait> = OnceLock::new();
+    if room {
+        *ROOM.get_or_init(|| ExternalWait::named("Batcher room"))
+    } else {
+        *BATCH.get_or_init(|| ExternalWait::named("Batcher batch"))
+    }
+}
 
 /// The future of one [`Batcher::submit`](super::Batcher::submit): resolves to the item's output, or to the error
 /// that refused it (`Invalid`/`Kernel` at submit, `Closed`) or failed its batch (`Batch`).
@@ -84,6 +104,7 @@ impl<K: BatchKernel> Future for Submit<K> {
                             Some(w) if w.will_wake(cx.waker()) => {}
                             _ => *slot = Some(cx.waker().clone()),
                         }
+                        external(false).waiting(batch.seq);
                         return Poll::Pending;
                     }
                     let out = match &st.failure {
@@ -115,6 +136,7 @@ impl<K: BatchKernel> Future for Submit<K> {
                                 if !w.will_wake(cx.waker()) {
                                     *w = cx.waker().clone();
                                 }
+                                external(true).waiting(t);
                                 return Poll::Pending;
                             }
                             // Popped by a worker: room is reserved for it (invariant R).
@@ -129,6 +151,7 @@ impl<K: BatchKernel> Future for Submit<K> {
                         c.next_ticket += 1;
                         c.waiters.push_back((t, cx.waker().clone()));
                         *ticket = Some(t);
+                        external(true).waiting(t);
                         return Poll::Pending;
                     }
                     let Some(it) = item.take() else {
