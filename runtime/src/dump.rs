@@ -34,9 +34,14 @@
 //!
 //! # What it cannot see
 //! Rust lets a plain OS thread hold a channel end, a `Handle` or a waker and use it later
-//! (`try_send`, dropping a `Sender`, `Handle::spawn`). gmprt cannot see such a thread; if a
-//! program keeps one while every task waits, the check would report a deadlock that is not
-//! one. Such programs turn the check off with `Builder::detect_deadlock(false)`.
+//! (`try_send`, dropping a `Sender`, `Handle::spawn`). Once any thread outside every runtime
+//! has used a gmprt primitive (`Mutex::lock_blocking`/`try_lock`, `WaitGroup::wait_blocking`,
+//! a blocking `Once`, a channel's `try_send`/`try_recv`/`close`), the check stops reporting
+//! for the rest of the process (`note_outside_use`): such a thread may hold a mutex or end a
+//! wait while every task is parked. A thread that only holds an end (or a `Handle`, or a
+//! waker) and uses it later is invisible until it does; if a program keeps one while every
+//! task waits, the check would report a deadlock that is not one. Such programs turn the
+//! check off with `Builder::detect_deadlock(false)`.
 //! Likewise a task whose poll awaited a gmprt primitive and then a foreign future that
 //! both returned `Pending` (a hand-written join) carries the primitive's reason.
 
@@ -240,6 +245,25 @@ impl fmt::Display for Deadlock {
 
 impl std::error::Error for Deadlock {}
 
+/// Set (for good) once a gmprt primitive is used from a plain thread outside every runtime
+/// (`Mutex::lock_blocking`/`try_lock`, `WaitGroup::wait_blocking`, a blocking `Once`, a
+/// channel's `try_send`/`try_recv`/`close`): such a thread can hold a mutex or end a wait
+/// while every task is parked, so from then on the deadlock check never reports (a missed
+/// report is better than a false one). Process-wide because primitives belong to no runtime.
+static OUTSIDE_USE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records that the calling thread, if it is outside every runtime, uses a gmprt primitive
+/// (see [`OUTSIDE_USE`]). One thread-local read; the store happens once.
+#[inline]
+pub(crate) fn note_outside_use() {
+    use std::sync::atomic::Ordering::Relaxed;
+    // Relaxed: the flag is sticky and read by the check after the scan; a use racing the very
+    // scan that reports is the documented blind spot (a thread gmprt cannot see).
+    if !OUTSIDE_USE.load(Relaxed) && crate::sched::context::with_current(|cx| cx.is_none()) {
+        OUTSIDE_USE.store(true, Relaxed);
+    }
+}
+
 /// Names of external wait sources; a [`WaitReason::External`] stores an index into it.
 static EXTERNAL_NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
 
@@ -373,7 +397,10 @@ impl crate::sched::Shared {
     /// of a program nothing can wake, or `None` (see the module doc for the rules and why a
     /// stable reading is a true one).
     pub(crate) fn checkdead(&self) -> Option<TaskDump> {
-        if !self.detect_deadlock || self.is_shutdown() {
+        if !self.detect_deadlock
+            || self.is_shutdown()
+            || OUTSIDE_USE.load(std::sync::atomic::Ordering::Relaxed)
+        {
             return None;
         }
         let n_block_ons = self.dead.block_ons.lock().unwrap_or_else(|e| e.into_inner()).len();

@@ -507,6 +507,13 @@ impl Handle {
         self.shared.dump()
     }
 
+    /// What a parked `block_on` would report now: the dump of a program nothing can wake
+    /// (Go's `checkdead`, see [`crate::dump`]), or `None` while anything can still run. For
+    /// watchdogs and tests; `block_on` runs the same check by itself.
+    pub fn deadlocked(&self) -> Option<crate::dump::TaskDump> {
+        self.shared.checkdead()
+    }
+
     /// A snapshot of the scheduler's counters.
     pub fn stats(&self) -> RuntimeStats {
         self.shared.stats()

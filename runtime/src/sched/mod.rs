@@ -418,6 +418,7 @@ impl Shared {
         st.global_queue_len = self.injector.len();
         st.parked_tasks = self.owned.len();
         st.timers = self.allp.iter().map(|p| p.timers.lock().len()).sum();
+        st.idle_procs = self.npidle.load(Relaxed);
         st
     }
 

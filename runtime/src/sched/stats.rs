@@ -151,6 +151,8 @@ pub struct RuntimeStats {
     pub parked_tasks: usize,
     /// Timers registered in the per-P heaps (pending `sleep`s).
     pub timers: usize,
+    /// Ps on the idle list (all of them when nothing runs).
+    pub idle_procs: usize,
     /// Scheduling latency: from a task becoming runnable (spawned or woken) to its poll
     /// starting, Go's `/sched/latencies`. Sampled: 1 in 64 readiness events per thread (Go's
     /// `gTrackingPeriod` is 8; see `trace/hooks.rs` for the measured cost that set 64), every
