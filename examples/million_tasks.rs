@@ -16,7 +16,7 @@
 //! `million_tasks mode=spawn tasks=1000000 procs=2 elapsed_ms=… ns_per_task=… peak_rss_mib=… bytes_per_task=…`
 //!
 //! Go's comparison point: a blocked goroutine costs ~2.7 KB (a 2 KB stack plus the `g` and a
-//! `sudog`); a gmprt task costs its future plus a 64-byte header, because it has no stack.
+//! `sudog`); a gmprt task costs its future plus a 96-byte header, because it has no stack.
 
 #[path = "common/mod.rs"]
 mod common;

@@ -80,7 +80,7 @@ struct Args {
     ways: Vec<u8>,
     /// A device profile (JSON, e.g. offload/profiles/host-2core-vm.json) whose cost model
     /// predicts each of way 4's batches: a traced run draws the prediction on a model lane
-    /// beside each slot, so a misprediction shows
+    /// beside each slot, so a misprediction shows [default: no model]
     #[arg(long, value_name = "PROFILE")]
     model: Option<std::path::PathBuf>,
 }

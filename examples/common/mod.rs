@@ -159,7 +159,7 @@ pub fn name_the_flags(mut e: clap::Error, cmd: &mut Command) -> clap::Error {
 }
 
 /// The least memory one task can take on either runtime: each allocates a task as one block
-/// that starts with a header of at least 64 bytes (gmprt's is 64, asserted in
+/// that starts with a header of at least 64 bytes (gmprt's is 96, asserted in
 /// `runtime/src/task/core.rs`; tokio's cell is aligned to 128 bytes on x86-64), before the
 /// future is counted. A floor for [`check_tasks`], not an estimate.
 pub const MIN_TASK_BYTES: usize = 64;

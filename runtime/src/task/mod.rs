@@ -3,7 +3,7 @@
 //! A task is **one heap allocation** ([`core::Cell`]): a [`Header`] (the atomic state word with
 //! the reference count, the owned-list links, a vtable, the id, the scheduler it belongs to and
 //! the joiner's waker), followed by the *stage*: the future while it runs, then its output.
-//! Go gives every goroutine a 2 KB stack; a gmprt task costs the future's size plus a 64-byte header.
+//! Go gives every goroutine a 2 KB stack; a gmprt task costs the future's size plus a 96-byte header.
 //!
 //! # References
 //! The state word counts references. They are held by: the run queue entry ([`Notified`], at
