@@ -264,6 +264,9 @@ pub(crate) fn note_outside_use() {
     }
 }
 
+#[cfg(all(unix, not(loom)))]
+pub use crate::sigquit::sigquit_dumps;
+
 /// Names of external wait sources; a [`WaitReason::External`] stores an index into it.
 static EXTERNAL_NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
 

@@ -42,6 +42,8 @@ mod runtime;
 pub(crate) mod sched;
 #[cfg(not(loom))]
 mod schedtrace;
+#[cfg(all(unix, not(loom)))]
+mod sigquit;
 pub mod sync;
 pub(crate) mod task;
 pub mod time;

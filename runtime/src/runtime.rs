@@ -97,6 +97,7 @@ pub struct Builder {
     task_cache: Option<bool>,
     max_threads: Option<usize>,
     detect_deadlock: Option<bool>,
+    dump_on_sigquit: Option<bool>,
     /// loom models only: Ms started by `build` (default `procs`).
     #[cfg(loom)]
     loom_prestart_ms: Option<usize>,
@@ -166,6 +167,15 @@ impl Builder {
     /// while every task waits.
     pub fn detect_deadlock(mut self, on: bool) -> Self {
         self.detect_deadlock = Some(on);
+        self
+    }
+
+    /// Go's SIGQUIT dump: a SIGQUIT prints every live runtime's task dump on stderr, and the
+    /// program keeps running (overrides `GMPRT_SIGQUIT_DUMP`, where `1` turns it on; default
+    /// off, since it replaces SIGQUIT's default action for the whole process). Unix only;
+    /// elsewhere it does nothing. See [`crate::dump::sigquit_dumps`].
+    pub fn dump_on_sigquit(mut self, on: bool) -> Self {
+        self.dump_on_sigquit = Some(on);
         self
     }
 
@@ -280,6 +290,18 @@ impl Builder {
         let _ = schedtrace;
         // sysmon: syscall retake, long-poll reports, schedtrace (not under loom: models
         // explore the scheduler's own protocols, and sysmon only adds timing-driven noise).
+        #[cfg(any(loom, not(unix)))]
+        let _ = self.dump_on_sigquit;
+        #[cfg(all(unix, not(loom)))]
+        {
+            let on = match self.dump_on_sigquit {
+                Some(on) => on,
+                None => Self::env_usize("GMPRT_SIGQUIT_DUMP")?.is_some_and(|v| v != 0),
+            };
+            if on {
+                crate::sigquit::register(&shared).map_err(BuildError::Thread)?;
+            }
+        }
         #[cfg(not(loom))]
         {
             rt.monitor = Some(crate::sched::sysmon::start(shared, schedtrace).map_err(BuildError::Thread)?);
