@@ -161,8 +161,8 @@ impl Builder {
     }
 
     /// Whether `block_on` reports Go's "all goroutines are asleep - deadlock!" (with a task
-    /// dump) instead of hanging when nothing can wake the program (default on; overrides
-    /// `GMPRT_DEADLOCK`, where `0` turns it off). See [`crate::dump`] for what the check can and cannot see:
+    /// dump) instead of hanging when nothing can wake the program (default on, off in loom
+    /// models; overrides `GMPRT_DEADLOCK`, where `0` turns it off). See [`crate::dump`] for what the check can and cannot see:
     /// turn it off in a program whose plain OS threads keep channel ends or a `Handle` to use
     /// while every task waits.
     pub fn detect_deadlock(mut self, on: bool) -> Self {
@@ -264,9 +264,12 @@ impl Builder {
             trace,
             task_cache: self.task_cache.unwrap_or(true),
             max_threads,
+            // Off by default under loom: the models explore the scheduler's own protocols, and
+            // the check's scans (every owned-list shard, every timer heap, under loom locks)
+            // would multiply their state space for a diagnostic they do not model.
             detect_deadlock: match self.detect_deadlock {
                 Some(on) => on,
-                None => Self::env_usize("GMPRT_DEADLOCK")? != Some(0),
+                None => !crate::loom::LOOM && Self::env_usize("GMPRT_DEADLOCK")? != Some(0),
             },
         });
         let shared = Arc::new(shared);
