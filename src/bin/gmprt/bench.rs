@@ -2,6 +2,7 @@
 //! beside the same program on its peer (tokio's multi-thread runtime with as many workers as
 //! gmprt has Ps) where there is one. Seconds, not a benchmark suite: the criterion benches
 //! (`cargo bench`) are the figures to quote; these are for a first look on a new machine.
+use crate::common::Rt;
 use crate::{fail, false_sharing, spinner};
 use std::time::{Duration, Instant};
 
@@ -50,102 +51,52 @@ const SLEEPERS: usize = 10_000;
 /// A short sleep, so that a run measures the timers' bookkeeping more than the wait.
 const SLEEP: Duration = Duration::from_millis(1);
 
-fn gmprt_runs(rt: &gmprt::Runtime, reps: u32) -> [Duration; 3] {
+/// The three measurements on either runtime, through the examples' `Rt` interface (the one
+/// the stories use to run the same program on gmprt and on tokio), so both sides run the
+/// same code: spawn + join, `yield_now` on every P, and short sleepers.
+fn runs<R: Rt>(rt: &R, reps: u32) -> [Duration; 3] {
     let procs = rt.procs();
-    let spawn = (0..reps)
-        .map(|_| {
-            rt.block_on(async {
-                let t0 = Instant::now();
-                let hs: Vec<_> = (0..SPAWNS).map(|i| gmprt::spawn(async move { i })).collect();
-                for h in hs {
-                    std::hint::black_box(h.await.expect("task failed"));
-                }
-                t0.elapsed()
-            })
+    let timed = |body: &dyn Fn() -> Duration| median((0..reps).map(|_| body()).collect());
+    let spawn = timed(&|| {
+        rt.block_on(async {
+            let t0 = Instant::now();
+            let hs: Vec<_> = (0..SPAWNS).map(|i| R::spawn(async move { i })).collect();
+            for h in hs {
+                std::hint::black_box(h.await);
+            }
+            t0.elapsed()
         })
-        .collect();
-    let yields = (0..reps)
-        .map(|_| {
-            rt.block_on(async move {
-                let t0 = Instant::now();
-                let hs: Vec<_> = (0..procs)
-                    .map(|_| {
-                        gmprt::spawn(async {
-                            for _ in 0..YIELDS {
-                                gmprt::yield_now().await;
-                            }
-                        })
+    });
+    let yields = timed(&|| {
+        rt.block_on(async {
+            let t0 = Instant::now();
+            let hs: Vec<_> = (0..procs)
+                .map(|_| {
+                    R::spawn(async {
+                        for _ in 0..YIELDS {
+                            R::yield_now().await;
+                        }
                     })
-                    .collect();
-                for h in hs {
-                    h.await.expect("task failed");
-                }
-                t0.elapsed()
-            })
+                })
+                .collect();
+            for h in hs {
+                h.await;
+            }
+            t0.elapsed()
         })
-        .collect();
-    let sleeps = (0..reps)
-        .map(|_| {
-            rt.block_on(async {
-                let t0 = Instant::now();
-                let hs: Vec<_> =
-                    (0..SLEEPERS).map(|_| gmprt::spawn(gmprt::runtime::time::sleep(SLEEP))).collect();
-                for h in hs {
-                    h.await.expect("task failed");
-                }
-                t0.elapsed()
-            })
+    });
+    let sleeps = timed(&|| {
+        rt.block_on(async {
+            let t0 = Instant::now();
+            let hs: Vec<_> =
+                (0..SLEEPERS).map(|_| R::spawn(R::sleep_until(Instant::now() + SLEEP))).collect();
+            for h in hs {
+                h.await;
+            }
+            t0.elapsed()
         })
-        .collect();
-    [median(spawn), median(yields), median(sleeps)]
-}
-
-fn tokio_runs(rt: &tokio::runtime::Runtime, procs: usize, reps: u32) -> [Duration; 3] {
-    let spawn = (0..reps)
-        .map(|_| {
-            rt.block_on(async {
-                let t0 = Instant::now();
-                let hs: Vec<_> = (0..SPAWNS).map(|i| tokio::spawn(async move { i })).collect();
-                for h in hs {
-                    std::hint::black_box(h.await.expect("task failed"));
-                }
-                t0.elapsed()
-            })
-        })
-        .collect();
-    let yields = (0..reps)
-        .map(|_| {
-            rt.block_on(async move {
-                let t0 = Instant::now();
-                let hs: Vec<_> = (0..procs)
-                    .map(|_| {
-                        tokio::spawn(async {
-                            for _ in 0..YIELDS {
-                                tokio::task::yield_now().await;
-                            }
-                        })
-                    })
-                    .collect();
-                for h in hs {
-                    h.await.expect("task failed");
-                }
-                t0.elapsed()
-            })
-        })
-        .collect();
-    let sleeps = (0..reps)
-        .map(|_| {
-            rt.block_on(async {
-                let t0 = Instant::now();
-                let hs: Vec<_> = (0..SLEEPERS).map(|_| tokio::spawn(tokio::time::sleep(SLEEP))).collect();
-                for h in hs {
-                    h.await.expect("task failed");
-                }
-                t0.elapsed()
-            })
-        })
-        .collect();
-    [median(spawn), median(yields), median(sleeps)]
+    });
+    [spawn, yields, sleeps]
 }
 
 /// Runs `gmprt bench`.
@@ -162,8 +113,8 @@ pub fn run(a: &Args) {
         .build()
         .unwrap_or_else(|e| fail("gmprt bench: tokio", e));
     let pb = spinner(&format!("measuring on {procs} Ps, median of {} runs", a.reps));
-    let g = gmprt_runs(&rt, a.reps);
-    let t = tokio_runs(&trt, procs, a.reps);
+    let g = runs(&rt, a.reps);
+    let t = runs(&trt, a.reps);
     drop(trt);
     let fs = false_sharing::measure(&rt, 5_000_000, a.reps as usize);
     pb.finish_and_clear();

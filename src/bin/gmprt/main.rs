@@ -22,13 +22,16 @@
 
 // Each story declares `mod common;` (examples/common/mod.rs), as it must to build as its own
 // example; included here, every story has its own copy of that small module. Sharing one would
-// mean a different `common` path in the binary than in the example, for no gain.
+// mean a different `common` path in the binary than in the example, for no gain. The binary's
+// own copy gives `bench` the stories' `Rt` interface (one body for gmprt and tokio).
 #![allow(clippy::duplicate_mod)]
 
 #[path = "../../../examples/amdahl.rs"]
 mod amdahl;
 #[path = "../../../examples/blocking_handoff.rs"]
 mod blocking_handoff;
+#[path = "../../../examples/common/mod.rs"]
+mod common;
 #[path = "../../../examples/explain.rs"]
 mod explain;
 #[path = "../../../examples/false_sharing.rs"]
