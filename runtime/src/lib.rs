@@ -53,6 +53,8 @@ mod yield_now;
 pub use crate::latency::LatencySummary;
 pub use crate::par::parallel_for;
 pub use crate::runtime::{BuildError, Builder, Handle, Runtime, SpawnError, DEFAULT_MAX_THREADS};
+pub use crate::sched::context::procid;
+pub use crate::sched::injectglist::injectglist;
 pub use crate::sched::stats::RuntimeStats;
 pub use crate::sched::syscall::{syscall, ThreadLimit};
 pub use crate::task::{JoinError, JoinHandle, TaskId};

@@ -43,7 +43,6 @@ impl Scheduler {
             max_threads: crate::DEFAULT_MAX_THREADS,
             detect_deadlock: false,
         });
-        let shared = Arc::new(shared);
         let ps = ps.into_iter().map(|p| P { p, shared: shared.clone() }).collect();
         (Scheduler { shared }, ps)
     }

@@ -272,7 +272,6 @@ impl Builder {
                 None => !crate::loom::LOOM && Self::env_usize("GMPRT_DEADLOCK")? != Some(0),
             },
         });
-        let shared = Arc::new(shared);
         {
             let mut s = shared.sched.lock();
             for p in ps {

@@ -166,3 +166,56 @@ fn park_spawns_race_shutdown_procs1() {
         assert_eq!(drops.load(SeqCst), 3, "futures dropped {} times, want 3", drops.load(SeqCst));
     });
 }
+
+/// A task that parks once, leaving its waker in `parked`, and then returns `v`.
+fn parks_once(
+    parked: &Arc<loom::sync::Mutex<Vec<std::task::Waker>>>,
+    v: u32,
+) -> impl Future<Output = u32> + Send + 'static {
+    let parked = parked.clone();
+    let mut first = true;
+    std::future::poll_fn(move |cx| {
+        if std::mem::take(&mut first) {
+            parked.lock().unwrap().push(cx.waker().clone());
+            return std::task::Poll::Pending;
+        }
+        std::task::Poll::Ready(v)
+    })
+}
+
+/// Spawns two tasks that park, waits until both have, wakes both with `injectglist` from this
+/// plain thread and joins them: the list must not be lost to an M on its idle path (`procs`
+/// Ps; with 2, `startidle` starts a second M for the second task).
+fn injectglist_model(procs: usize, max_preemptions: usize) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(b.preemption_bound.map_or(max_preemptions, |n| n.min(max_preemptions)));
+    b.check(move || {
+        let rt = Runtime::builder().procs(procs).loom_prestart_ms(0).build().unwrap();
+        let parked = Arc::new(loom::sync::Mutex::new(Vec::new()));
+        let h = rt.handle();
+        let (a, b) = (h.spawn(parks_once(&parked, 1)), h.spawn(parks_once(&parked, 2)));
+        while parked.lock().unwrap().len() < 2 {
+            thread::yield_now();
+        }
+        let list = std::mem::take(&mut *parked.lock().unwrap());
+        gmprt_runtime::injectglist(list);
+        assert_eq!(a.join().unwrap() + b.join().unwrap(), 3);
+        drop(rt);
+    });
+}
+
+/// procs = 1: `injectglist` (global queue pushes; one fence; `startidle`; `wakep`) from a plain
+/// thread races the only M's idle path after both tasks parked. At most 2 preemptions.
+#[test]
+fn injectglist_races_idle_path_procs1() {
+    injectglist_model(1, 2);
+}
+
+/// procs = 2: as above, and `startidle` hands the second idle P to a new M while the first
+/// M may be spinning, stealing or parking. At most 1 preemption whatever
+/// `LOOM_MAX_PREEMPTIONS` says: at 2 the model (two Ms, the spinning wait for both parks)
+/// runs for more than 15 minutes.
+#[test]
+fn injectglist_races_idle_path_procs2() {
+    injectglist_model(2, 1);
+}

@@ -86,3 +86,19 @@ impl Drop for EnterGuard {
         CURRENT.with(|c| c.set(self.0));
     }
 }
+
+/// The id (`0..procs`) of the P the calling thread holds, of whichever runtime; `None` off
+/// an M, or on an M without a P (in a `syscall`). Go's `procPin` without the pinning: a task
+/// is never preempted between two `.await`s, so the id stays right until the task's next
+/// `.await` (it may run on another P after one). For per-P data that any thread may still
+/// touch under a lock (per-P staging, `sync.Pool`-like caches).
+///
+/// ```
+/// let rt = gmprt_runtime::Runtime::builder().procs(2).build().unwrap();
+/// assert_eq!(gmprt_runtime::procid(), None); // a plain thread holds no P
+/// let id = rt.block_on(async { gmprt_runtime::spawn(async { gmprt_runtime::procid() }).await.unwrap() });
+/// assert!(matches!(id, Some(0 | 1)));
+/// ```
+pub fn procid() -> Option<usize> {
+    with_current(|cx| cx.map(|cx| cx.pid.get()).filter(|&pid| pid != usize::MAX))
+}

@@ -11,13 +11,15 @@
 //! | `wakep/startm/stopm`      | `idle.rs`                                      |
 //! | `pidleput/pidleget`       | `idle.rs`                                      |
 //! | `ready`, `newproc`        | [`Shared::schedule`], [`Shared::spawn`]        |
+//! | `injectglist`, `startIdle` | `injectglist.rs`, [`crate::injectglist`]     |
 //!
 //! Files: `processor.rs` (P, run queues, stealing), `queue.rs` (crossbeam / loom queues),
-//! `idle.rs` (the park/unpark protocol and its proof sketch), `worker.rs` (the M loop),
+//! `idle.rs` (the park/unpark protocol and its proof sketch), `injectglist.rs` (a list of wakes at once), `worker.rs` (the M loop),
 //! `context.rs` (thread-local current M/P), `stats.rs` (counters).
 
 pub(crate) mod context;
 pub(crate) mod idle;
+pub(crate) mod injectglist;
 pub(crate) mod processor;
 pub(crate) mod queue;
 pub(crate) mod stats;
@@ -65,6 +67,8 @@ pub(crate) struct Config {
 
 /// Everything the Ms of one runtime share (Go's `sched` plus `allp`).
 pub(crate) struct Shared {
+    /// Ourselves, set by `Arc::new_cyclic` in `new` (see `arc`).
+    me: std::sync::Weak<Shared>,
     /// Per-P shared halves, indexed by P id. Cache-padded: each is written by its own M.
     pub(crate) allp: Box<[CachePadded<PShared>]>,
     /// The global run queue.
@@ -115,7 +119,9 @@ pub(crate) enum Refused {
 
 impl Shared {
     #[allow(clippy::vec_box)] // Ps are boxed: they move between Ms by pointer.
-    pub(crate) fn new(cfg: Config) -> (Shared, Vec<Box<Processor>>) {
+    /// Builds the scheduler inside its `Arc` (`Arc::new_cyclic`, so it can hand out counts of
+    /// itself to new Ms: [`Shared::arc`]), with its `procs` Ps, which the caller puts idle.
+    pub(crate) fn new(cfg: Config) -> (Arc<Shared>, Vec<Box<Processor>>) {
         let Config { procs, thread_name, stack_size, trace, task_cache, max_threads, detect_deadlock } = cfg;
         // One clock: the timers' epoch is the trace's.
         let epoch = trace.as_ref().map_or_else(std::time::Instant::now, |t| t.rec.epoch());
@@ -126,7 +132,8 @@ impl Shared {
             ps.push(Box::new(p));
             allp.push(CachePadded::new(s));
         }
-        let shared = Shared {
+        let shared = Arc::new_cyclic(|me| Shared {
+            me: me.clone(),
             allp: allp.into_boxed_slice(),
             injector: Injector::new(),
             sched: Mutex::new(Sched {
@@ -154,7 +161,7 @@ impl Shared {
             max_threads,
             detect_deadlock,
             dead: Default::default(),
-        };
+        });
         (shared, ps)
     }
 
@@ -226,14 +233,11 @@ impl Shared {
         }
     }
 
-    /// An `Arc` to ourselves. `Shared` only ever lives inside an `Arc` (built by `Runtime`).
-    fn arc(&self) -> Arc<Shared> {
-        // SAFETY: every `Shared` is created inside an `Arc` by `Runtime::build` and `&self`
-        // proves a strong count is held; incrementing and re-wrapping it is what Arc::clone does.
-        unsafe {
-            Arc::increment_strong_count(self as *const Shared);
-            Arc::from_raw(self as *const Shared)
-        }
+    /// A count of ourselves, for a new M or a list wake. Any holder of `&self` may call it: a
+    /// `&Shared` is only reachable through a live count (the `Runtime`'s, a task's, an M's), so
+    /// the upgrade cannot fail.
+    pub(crate) fn arc(&self) -> Arc<Shared> {
+        self.me.upgrade().expect("a Shared is reachable only while a count of it is held")
     }
 
     /// Go's `newproc`: creates a task for `future` and queues it. From a task running on this
@@ -358,7 +362,7 @@ impl Shared {
     /// below, further up the same stack, pops what it pushed, since it runs until the queue is
     /// empty. Nesting is thus at most one level per runtime (a wake into *another* shut-down
     /// runtime drains that one, whose own nested wakes only push).
-    fn drain_injector(&self) {
+    pub(crate) fn drain_injector(&self) {
         let me = self as *const Shared as usize;
         debug_assert!(self.is_shutdown(), "drain_injector before shutdown");
         if DRAINING.with(|d| d.borrow().contains(&me)) {

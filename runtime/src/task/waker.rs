@@ -50,3 +50,37 @@ unsafe fn drop_waker(data: *const ()) {
     // SAFETY: as in `clone`; releases the waker's reference.
     drop_reference(unsafe { NonNull::new_unchecked(data as *mut Header) });
 }
+
+/// What [`wake_for_list`] made of a waker.
+pub(crate) enum ListWake {
+    /// A gmprt task that must be queued: the caller pushes it (the waker's reference is now
+    /// the queue's).
+    Queue(Notified),
+    /// A gmprt task that needs nothing more (running, already notified, or complete).
+    Done,
+    /// Another executor's waker, returned unwoken.
+    Foreign(Waker),
+}
+
+/// Consumes `w` for `injectglist`: the state transition of `Waker::wake`, without queueing.
+pub(crate) fn wake_for_list(w: Waker) -> ListWake {
+    // `VTABLE` is a `static`, so its address identifies gmprt's wakers exactly.
+    if !std::ptr::eq(w.vtable(), &VTABLE) {
+        return ListWake::Foreign(w);
+    }
+    let w = std::mem::ManuallyDrop::new(w);
+    // SAFETY: a gmprt waker's data is a live task pointer holding one reference, which
+    // `ManuallyDrop` keeps from being released twice: it is consumed below, as `wake_by_val`.
+    let ptr = unsafe { NonNull::new_unchecked(w.data() as *mut Header) };
+    // SAFETY: live task (the waker's reference).
+    let header = unsafe { ptr.as_ref() };
+    match header.state.wake_by_val() {
+        WakeAction::Nothing => ListWake::Done,
+        WakeAction::Submit => ListWake::Queue(Notified(ptr)),
+        WakeAction::Dealloc => {
+            // SAFETY: last reference released.
+            unsafe { (header.vtable.dealloc)(ptr) };
+            ListWake::Done
+        }
+    }
+}
