@@ -162,7 +162,8 @@ fn a_batcher_too_large_for_memory_is_a_config_error_before_anything_is_allocated
             "of host memory",
             "64 slots × 16777216 items × 512 B per item (256 B in + 256 B out) = 512.0 GiB of staging + \
              512.0 GiB of device-side copies",
-            "65 item queues × 16777216 items × ",
+            // in_flight + one lane per P (or CPU) + one: the count depends on the machine.
+            " item queues × 16777216 items × ",
             "is available (MemAvailable in /proc/meminfo)",
             "lower max_batch or in_flight",
         ] {

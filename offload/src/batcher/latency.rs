@@ -70,15 +70,17 @@ impl ItemLatency {
         &mut self,
         start: Instant,
         delivered: Instant,
-        submitted: impl ExactSizeIterator<Item = Instant>,
+        submitted: impl Iterator<Item = (Instant, usize)>,
     ) {
         let batch = ns(delivered.saturating_duration_since(start));
-        put(&mut self.batch_time, batch, submitted.len() as u64);
-        for s in submitted {
-            let wait = ns(start.saturating_duration_since(s));
-            put(&mut self.queue_wait, wait, 1);
-            put(&mut self.latency, wait.saturating_add(batch), 1);
+        let mut items = 0;
+        for (s, n) in submitted {
+            let (wait, n) = (ns(start.saturating_duration_since(s)), n as u64);
+            put(&mut self.queue_wait, wait, n);
+            put(&mut self.latency, wait.saturating_add(batch), n);
+            items += n;
         }
+        put(&mut self.batch_time, batch, items);
     }
 
     /// Adds `other`'s samples to `self`.
@@ -119,7 +121,7 @@ mod tests {
         let start = t0 + Duration::from_micros(100);
         let delivered = start + Duration::from_micros(50);
         // Two items: waited 100 µs and 40 µs.
-        l.record_batch(start, delivered, [t0, t0 + Duration::from_micros(60)].into_iter());
+        l.record_batch(start, delivered, [(t0, 1), (t0 + Duration::from_micros(60), 1)].into_iter());
         let mut total = ItemLatency::default();
         total.merge(&l);
         total.merge(&l);

@@ -37,11 +37,12 @@
 //!
 //! # Thread model
 //!
-//! * **Submitters** are green tasks (or any thread). [`Batcher::submit`] and the [`Submit`]
-//!   future never block their OS thread: they take the Batcher's `central` lock or one
-//!   batch's lock for a bounded, short critical section (no waiting, no I/O inside), and
-//!   otherwise return `Pending` with their waker registered. So a runtime with `procs = 1`
-//!   cannot deadlock on a Batcher: its only M is never held by one.
+//! * **Submitters** are green tasks (or any thread). [`Batcher::submit`],
+//!   [`Batcher::submit_many`] and their futures never block their OS thread: they take their
+//!   P's lane lock (uncontended: one P), a result block's lock, or — only on the slow path,
+//!   when there is no room — `central`, each for a bounded, short critical section (no
+//!   waiting, no I/O inside), and otherwise return `Pending` with their waker registered. So a
+//!   runtime with `procs = 1` cannot deadlock on a Batcher: its only M is never held by one.
 //! * **Slot workers**: `in_flight` plain OS threads (not runtime threads), each owning one
 //!   [`Slot`] (a stream plus staging and device buffers sized for `max_batch` items, created
 //!   once in [`Batcher::new`]). A worker is idle or runs exactly one batch. There is no
@@ -50,43 +51,47 @@
 //!
 //! # Protocol
 //!
-//! State under `central` (a `parking_lot::Mutex`, so it cannot be poisoned):
-//! the *open batch* (its items, in a `Vec` with capacity `max_batch`, and its
-//! `BatchShared`, opened at the first item), the `closed` flag, and a FIFO queue of
-//! submitters waiting for room (`waiters`, by ticket) with the count of room `reserved` for
-//! woken waiters.
+//! Accepting is the `stage` module's protocol: per-P **lanes** hold the items accepted on
+//! their P since the last take, and one **admission word** (an atomic: items open, room
+//! reserved for woken waiters, a waiters bit, a closed bit) admits each item with one CAS —
+//! no lock shared by every submitter. `central` (a `parking_lot::Mutex`, so it cannot be
+//! poisoned) holds only the slow path and the workers' sleep: the FIFO queue of submits
+//! waiting for room (`waiters`, by ticket), the open batch's `opened` instant, `flush`.
 //!
-//! 1. *Accept.* An item is validated ([`BatchKernel::validate`]) and then, under `central`,
-//!    pushed into the open batch if there is unreserved room (`len + reserved < max_batch`),
-//!    getting its index `i` and an `Arc` of the batch's `BatchShared`. The first item opens
-//!    the batch (records its time: the deadline is `opened + max_delay`); the first and the
-//!    `max_batch`-th item notify one idle worker. `submit` tries this at once; a submit that
-//!    finds no room becomes a waiter (below).
-//! 2. *Close.* An idle worker, under `central`, takes the open batch when it is full, or
-//!    shutting down, or flushed, or its deadline has passed; otherwise it waits on the
-//!    condvar (until the deadline when a batch is open). Taking swaps the items `Vec` with the
-//!    worker's empty spare (no allocation), so a new, empty open batch exists at once, and
-//!    hands `max_batch - reserved` of the room to the front waiters (popped, `reserved += 1`,
-//!    woken after the lock is released).
-//! 3. *Run.* Outside any lock, the worker stages the items into the slot's staging buffer
-//!    ([`BatchKernel::stage`]), drops the items, and calls [`Slot::run`] once (H2D, one
-//!    launch, D2H). A batch placed on the CPU is staged into ordinary host memory instead
-//!    (per chunk on the Ps, or the worker's own buffers) and never touches the slot (see
-//!    [`Placement`]).
-//! 4. *Scatter.* Under the batch's own lock the worker writes each item's output
-//!    ([`BatchKernel::gather`]) or the batch's failure, records the timeline, sets `done`,
-//!    takes the registered wakers, and wakes them after unlocking. A [`Submit`] in the
-//!    accepted state locks its batch on poll: `done` → it takes its output (or clones the
-//!    failure); not done → it stores its waker.
+//! 1. *Accept.* An item is validated ([`BatchKernel::validate`]) and then, under its lane's
+//!    lock, admitted on the word (room: `open + reserved < max_batch`, nobody queued, not
+//!    closed) and pushed with its result entry into the lane's current result block. The
+//!    admission that opens a batch stamps `opened` (the deadline is `opened + max_delay`)
+//!    and the one that fills it notifies an idle worker, under `central`. `submit` tries this
+//!    at once; a submit refused for room queues for it (below).
+//! 2. *Close.* An idle worker, under `central`, takes the open items when they fill the batch,
+//!    or at shutdown, or flush, or when the oldest item's deadline has passed — with
+//!    `max_delay = 0` (Triton's default) whenever it is free and anything is open; otherwise
+//!    it waits on the condvar (until the deadline when a batch is open). Taking locks every
+//!    lane, moves their items into the worker's spare `Vec` (capacity `max_batch`, no
+//!    allocation) and their blocks into the batch, and hands the free room to the front
+//!    waiters (reserved on the word, woken after the lock is released).
+//! 3. *Run* (the execute step, `run` module). Outside any lock, the worker stages the items
+//!    into the slot's staging buffer ([`BatchKernel::stage`]), drops the items, and calls
+//!    [`Slot::run`] once (H2D, one launch, D2H). A batch placed on the CPU is staged into
+//!    ordinary host memory instead (per chunk on the Ps, or the worker's own buffers) and
+//!    never touches the slot (see [`Placement`]).
+//! 4. *Scatter* (the scatter step). Under each block's lock the worker writes each entry's
+//!    output(s) ([`BatchKernel::gather`]) or the batch's failure, records the timeline, sets
+//!    `done` and takes the registered wakers, then wakes them all at once after unlocking
+//!    with the runtime's [`injectglist`](gmprt_runtime::injectglist) (one global-queue round,
+//!    as many Ps started as there are tasks). A [`Submit`] in the accepted state locks its
+//!    block on poll: `done` → it takes its output (or clones the failure); not done → it
+//!    stores its waker.
 //!
 //! Backpressure: a batch can only close into a free slot, so at most `in_flight` batches run
-//! and one is open: memory is bounded by `(in_flight + 1) · max_batch` items (plus the
-//! submitters' own futures). When the open batch is full and every slot is busy, a submit
-//! waits (registers its waker in `waiters`) until a worker takes the batch. Waiters are
-//! served in FIFO order, and a newcomer cannot overtake them: invariant (under `central`)
-//! **(R)** `len + reserved ≤ max_batch`, and `waiters` non-empty ⇒ `len + reserved ==
-//! max_batch`. A woken waiter holds a reservation, so it always finds room; a waiter that is
-//! dropped gives its reservation to the next waiter.
+//! and the lanes hold at most `max_batch` items: memory is bounded. When the open batch is
+//! full and every slot is busy, a submit waits (registers its waker in `waiters`, sets the
+//! word's waiters bit) until a worker takes the batch. Waiters are served in FIFO order, and
+//! a newcomer cannot overtake them: its CAS fails while the bit is set, and the room given
+//! to popped waiters is reserved on the word before the bit clears. A woken waiter holds a
+//! reservation, so it always finds room; a waiter that is dropped gives its reservation to
+//! the next waiter.
 //!
 //! # Tracing
 //!
@@ -98,7 +103,7 @@
 //!
 //! Everything a Batcher holds per item is allocated in [`Batcher::new`], and is checked
 //! before any of it is: `in_flight` slots of `max_batch` items, each item `in_words +
-//! out_words` words of staging and as much again of device-side copies, plus `in_flight + 1`
+//! out_words` words of staging and as much again of device-side copies, plus `in_flight + lanes`
 //! item queues (the open batch's and each worker's spare, and the result entries of as many
 //! batches) of `max_batch` items. [`MemoryNeed`] computes it, once for every device, and the
 //! device's [`Backend::check_memory`](crate::Backend::check_memory) compares each part with
@@ -111,13 +116,13 @@
 //!
 //! # Why no item is lost
 //!
-//! An accepted item is in the open batch (under `central`) or in a taken batch (owned by one
-//! worker, which always completes step 4, even when staging, the run or a gather fails or
+//! An accepted item is in a lane (admitted and pushed under the lane's lock) or in a taken
+//! batch (owned by one worker, which always completes step 4, even when staging, the run or a gather fails or
 //! panics: panics are caught and fail the batch). A worker exits only when, under
 //! `central`, the Batcher is closed *and* the open batch is empty; once closed, nothing is
 //! accepted, so nothing can arrive after it looked. Every other worker still finishes the
-//! batch it holds. Shutdown (explicit or the drop of the last [`Batcher`] clone) sets
-//! `closed` and notifies every worker, so an open batch is taken (`CloseReason::Shutdown`)
+//! batch it holds. Shutdown (explicit or the drop of the last [`Batcher`] clone) sets the
+//! word's closed bit (no admission succeeds after it) and notifies every worker, so an open batch is taken (`CloseReason::Shutdown`)
 //! and run. A submit after shutdown, or one still waiting for room at shutdown, gets
 //! [`OffloadError::Closed`] — it was never accepted.
 //!
@@ -153,16 +158,17 @@
 //!
 //! # Why no deadlock
 //!
-//! Lock order is `central` → one batch lock → the timeline log (or a slot's per-item latency
-//! histograms, a leaf lock too); workers never take
-//! `central` while holding a batch lock, and submitters hold at most `central` → batch
-//! lock (when accepting). Wakeups cannot be lost: every state change that an idle worker
-//! waits for (first item, full batch, flush, shutdown) happens under `central` and is
-//! followed by a notify; the worker re-checks its predicate under `central` before waiting.
-//! Task wakeups likewise: a waker is stored under the lock that guards the condition it
-//! waits for (`central` for room, the batch lock for `done`), and the party that changes the
-//! condition takes the wakers under that same lock. Nothing a worker waits for depends on a
-//! runtime thread making progress.
+//! Lock order is `central` → a lane → a block → the timeline log (or a slot's per-item
+//! latency histograms, a leaf lock too). A worker takes lanes only under `central` (all of
+//! them, in index order), blocks only without `central`; a submitter holds one lane → its
+//! block on the fast path and releases both before it takes `central` to notify, and holds
+//! `central` → its lane → its block on the slow path. Wakeups cannot be lost: every state
+//! change that an idle worker waits for (first item, full batch, flush, shutdown) is
+//! followed by a notify under `central`, where the worker re-checks the word and `opened`
+//! before waiting. Task wakeups likewise: a waker is stored under the lock that guards the
+//! condition it waits for (`central` for room, the block lock for `done`), and the party
+//! that changes the condition takes the wakers under that same lock. Nothing a worker waits
+//! for depends on a runtime thread making progress.
 use crate::backend::{host_available, MemoryNeed, Slot};
 use crate::device::Device;
 use crate::error::OffloadError;
@@ -171,13 +177,16 @@ use crate::model::CostModel;
 use crate::timeline::{BatchTimeline, BatcherStats, CloseReason, PlacementDecision, Report, TimelineLog};
 
 mod latency;
+mod many;
 mod placement;
 mod run;
+mod stage;
 mod submit;
 #[cfg(test)]
 mod tests;
 mod trace;
 
+pub use many::SubmitMany;
 use parking_lot::{Condvar, Mutex};
 pub use placement::Placement;
 use std::cell::Cell;
@@ -199,8 +208,6 @@ pub const IN_FLIGHT_LIMIT: usize = 64;
 pub const MAX_DELAY_LIMIT: Duration = Duration::from_secs(3600);
 /// Largest staging buffer (words, input or output) one slot may need: 4 GiB.
 pub const SLOT_WORDS_LIMIT: usize = 1 << 30;
-/// Result entries reserved up front per batch (a larger batch grows its entries by doubling).
-const ENTRIES_UP_FRONT: usize = 4096;
 
 thread_local! {
     /// True on the slot worker threads of every Batcher: a shutdown called there does not
@@ -338,9 +345,14 @@ struct Shared<K: BatchKernel> {
     device: Device,
     config: BatcherConfig,
     created: Instant,
-    central: Mutex<Central<K::Item, K::Output>>,
+    /// The lanes and the admission word: steps 1-2 without a shared lock (`stage` module).
+    stage: stage::Stage<K::Item, K::Output>,
+    /// The slow path and the workers' sleep: waiters for room, the open batch's stamp, flush.
+    central: Mutex<Central>,
     /// Idle workers wait here for something to close (or for shutdown).
     work: Condvar,
+    /// Sequence number of the next batch taken (workers only, under `central`).
+    next_batch: AtomicU64,
     /// Slots running a batch: a gauge for [`Batcher::occupancy`] only, synchronises nothing,
     /// hence `Relaxed` everywhere.
     busy: AtomicUsize,
@@ -361,62 +373,107 @@ struct Shared<K: BatchKernel> {
     workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
-struct Central<I, O> {
-    closed: bool,
-    /// Items of the open batch; non-empty iff `open` is `Some`.
-    items: Vec<I>,
-    open: Option<OpenBatch<O>>,
-    /// Sequence number of the next batch to open.
-    next_batch: u64,
+/// What `central` guards.
+struct Central {
     /// Submits waiting for room, in ticket order (tickets only grow, so `push_back` keeps
     /// the queue sorted and it can be binary-searched).
     waiters: VecDeque<(u64, Waker)>,
     next_ticket: u64,
-    /// Room promised to waiters popped from `waiters` and woken, who have not entered yet.
-    reserved: usize,
-}
-
-struct OpenBatch<O> {
-    shared: Arc<BatchShared<O>>,
-    /// When its first (oldest) item arrived.
-    opened: Instant,
-    /// `flush()` was called while it was open.
+    /// When the open batch's first item arrived; `None` while nothing is open (or until the
+    /// submit that opened it stamps it, which it does before notifying).
+    opened: Option<Instant>,
+    /// `flush()` was called while a batch was open.
     flush: bool,
-    /// The trace flow arrow from its first item's `submit` (tracing only).
+    /// The trace flow arrow from the open batch's first `submit` (tracing only).
     flow: Option<u64>,
 }
 
-/// One batch's results: the single per-batch allocation shared by its worker and its
-/// items' futures.
-struct BatchShared<O> {
-    seq: u64,
-    state: Mutex<BatchState<O>>,
+/// The result entries of the items one lane accepted for one batch: shared by the worker
+/// that runs the batch and those items' futures. Its lock is taken by the lane's submitters
+/// (one P: uncontended), their futures' polls, and once by the worker's scatter.
+struct Block<O> {
+    state: Mutex<BlockState<O>>,
 }
 
-struct BatchState<O> {
+struct BlockState<O> {
+    /// The batch it was taken into (`None` while its lane is still open).
+    seq: Option<u64>,
+    /// Until then, the batch it is expected in (the next to be taken when it was created):
+    /// what a task dump shows while the batch is still open.
+    expect: u64,
     /// Set (with every output or the failure written) by the worker, under this lock.
     done: bool,
     /// The error every item of a failed batch gets.
     failure: Option<OffloadError>,
-    /// One per item, in index order.
+    /// One per submit (an item, or a slice of `submit_many`), in the lane's item order.
     entries: Vec<Entry<O>>,
+}
+
+impl<O> Block<O> {
+    fn new(expect: u64) -> Arc<Block<O>> {
+        Arc::new(Block {
+            state: Mutex::new(BlockState {
+                seq: None,
+                expect,
+                done: false,
+                failure: None,
+                entries: Vec::new(),
+            }),
+        })
+    }
+}
+
+impl<O> BlockState<O> {
+    /// The batch number to show: its own once taken, else the expected one.
+    fn batch(&self) -> u64 {
+        self.seq.unwrap_or(self.expect)
+    }
 }
 
 struct Entry<O> {
     waker: Option<Waker>,
-    output: Option<O>,
     /// When `submit` was called for it (its queue wait starts here).
     submitted: Instant,
+    out: Out<O>,
 }
 
-/// A batch a worker has taken out of `central`.
+/// An entry's output(s).
+enum Out<O> {
+    /// One item's (`submit`).
+    One(Option<O>),
+    /// `len` consecutive items' (a piece of `submit_many`), in order.
+    Many { len: usize, outs: Vec<O> },
+}
+
+impl<O> Out<O> {
+    fn len(&self) -> usize {
+        match self {
+            Out::One(_) => 1,
+            Out::Many { len, .. } => *len,
+        }
+    }
+}
+
+/// A batch a worker has taken.
 struct Taken<O> {
-    shared: Arc<BatchShared<O>>,
+    seq: u64,
+    /// The blocks of its items' entries, each with the index of its first item.
+    blocks: Vec<(Arc<Block<O>>, usize)>,
     opened: Instant,
     closed_at: Instant,
     reason: CloseReason,
     /// The trace flow arrow from its first item's `submit` (tracing only).
     flow: Option<u64>,
+}
+
+/// An accepted entry: its block and its index there.
+type Piece<O> = (Arc<Block<O>>, usize);
+
+/// Why `enter` did not accept.
+enum EnterError {
+    Refused(stage::Refused),
+    /// A lane or block could not grow (the allocator refused): the submit fails with it.
+    Memory(OffloadError),
 }
 
 /// An empty item `Vec` with room for `max_batch` items, or `Err(Config)` naming its bytes
@@ -478,13 +535,22 @@ impl<K: BatchKernel> Batcher<K> {
         }
         };
         let (in_words, out_words) = (slot_words(iw, "input")?, slot_words(ow, "output")?);
+        // One lane per P of the runtime that will submit (the configured one, else the
+        // caller's, else one per CPU), plus one for everyone else (see the `stage` module).
+        let procs = config
+            .runtime
+            .as_ref()
+            .map(|h| h.procs())
+            .or_else(|| gmprt_runtime::Handle::try_current().map(|h| h.procs()))
+            .unwrap_or_else(crate::host::host_threads);
+        let lanes = procs + 1;
         // Memory, all of it, before any of it is allocated (see "Memory" in the module docs).
         let need = MemoryNeed {
             slots: config.in_flight,
             items: config.max_batch,
             in_words: iw,
             out_words: ow,
-            queues: config.in_flight + 1,
+            queues: config.in_flight + lanes,
             item_bytes: std::mem::size_of::<K::Item>() + std::mem::size_of::<Entry<K::Output>>(),
         };
         let who = format!(
@@ -499,7 +565,6 @@ impl<K: BatchKernel> Batcher<K> {
             e => e,
         };
         backend.check_memory(&need).map_err(context)?;
-        let open_items = item_queue(config.max_batch).map_err(context)?;
         let mut spares = Vec::with_capacity(config.in_flight);
         for _ in 0..config.in_flight {
             spares.push(item_queue(config.max_batch).map_err(context)?);
@@ -517,21 +582,21 @@ impl<K: BatchKernel> Batcher<K> {
         let cpu_rt = config.runtime.clone().or_else(gmprt_runtime::Handle::try_current);
         let trace = gmprt_runtime::trace::current().or_else(|| cpu_rt.as_ref()?.trace_recorder());
         let shared = Arc::new(Shared {
+            stage: stage::Stage::new(lanes, config.max_batch),
             cpu_rt,
             kernel,
             device: device.clone(),
             config: config.clone(),
             created: Instant::now(),
             central: Mutex::new(Central {
-                closed: false,
-                items: open_items,
-                open: None,
-                next_batch: 0,
                 waiters: VecDeque::new(),
                 next_ticket: 0,
-                reserved: 0,
+                opened: None,
+                flush: false,
+                flow: None,
             }),
             work: Condvar::new(),
+            next_batch: AtomicU64::new(0),
             busy: AtomicUsize::new(0),
             rejected_invalid: AtomicU64::new(0),
             rejected_closed: AtomicU64::new(0),
@@ -582,30 +647,40 @@ impl<K: BatchKernel> Batcher<K> {
             shared.rejected_invalid.fetch_add(1, Ordering::Relaxed);
             return Submit { state: SubmitState::Failed(Some(e)) };
         }
-        let mut c = shared.central.lock();
-        if c.closed {
-            drop(c);
-            shared.rejected_closed.fetch_add(1, Ordering::Relaxed);
-            return Submit { state: SubmitState::Failed(Some(OffloadError::Closed)) };
-        }
-        if c.waiters.is_empty() && c.items.len() + c.reserved < shared.config.max_batch {
-            let (batch, index, notify) = shared.accept(&mut c, item, submitted);
-            drop(c);
-            if notify {
-                shared.work.notify_one();
+        let mut item = Some(item);
+        match shared.enter_one(None, &mut item, submitted, false) {
+            Ok((block, index)) => Submit { state: SubmitState::Accepted { block, index } },
+            Err(EnterError::Refused(stage::Refused::Closed)) => {
+                shared.rejected_closed.fetch_add(1, Ordering::Relaxed);
+                Submit { state: SubmitState::Failed(Some(OffloadError::Closed)) }
             }
-            Submit { state: SubmitState::Accepted { batch, index } }
-        } else {
-            drop(c);
-            Submit {
-                state: SubmitState::Waiting {
-                    shared: shared.clone(),
-                    item: Some(item),
-                    ticket: None,
-                    submitted,
-                },
-            }
+            Err(EnterError::Memory(e)) => Submit { state: SubmitState::Failed(Some(e)) },
+            // Backpressure: the future queues for room on its first poll.
+            Err(EnterError::Refused(stage::Refused::NoRoom)) => Submit {
+                state: SubmitState::Waiting { shared: shared.clone(), item, ticket: None, submitted },
+            },
         }
+    }
+
+    /// Submits a whole slice of items (a book of contracts) as one future: it resolves to
+    /// every output in order once the last piece has run, or to the first error. The slice
+    /// enters in as few pieces as room allows, each one entry with one wake (see
+    /// [`SubmitMany`]); with `max_batch` at least the slice's length and a free Batcher, it is
+    /// one piece in one batch. Every item is validated first (an invalid one fails the whole
+    /// call, naming its index, before any enters).
+    ///
+    /// ```
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+    ///
+    /// let rt = gmprt_offload::runtime::Runtime::builder().procs(2).build().unwrap();
+    /// let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+    /// let book: Vec<(f32, f32)> = (0..3000).map(|i| (i as f32, 1.0)).collect();
+    /// let ys = rt.block_on(b.submit_many(book)).unwrap();
+    /// assert_eq!(ys.len(), 3000);
+    /// assert_eq!(ys[2999], 2.0 * 2999.0 + 1.0);
+    /// ```
+    pub fn submit_many(&self, items: Vec<K::Item>) -> SubmitMany<K> {
+        SubmitMany::new(self.shared(), items)
     }
 
     /// Closes the open batch now (if it holds any item) instead of at its deadline. It runs
@@ -613,9 +688,8 @@ impl<K: BatchKernel> Batcher<K> {
     pub fn flush(&self) {
         let shared = self.shared();
         let mut c = shared.central.lock();
-        if let Some(open) = &mut c.open {
-            open.flush = true;
-            drop(c);
+        if shared.stage.word().open() > 0 {
+            c.flush = true;
             shared.work.notify_one();
         }
     }
@@ -633,7 +707,7 @@ impl<K: BatchKernel> Batcher<K> {
 
     /// Whether [`shutdown`](Batcher::shutdown) has happened.
     pub fn is_closed(&self) -> bool {
-        self.shared().central.lock().closed
+        self.shared().stage.word().closed()
     }
 
     /// The kernel.
@@ -661,12 +735,13 @@ impl<K: BatchKernel> Batcher<K> {
     pub fn occupancy(&self) -> Occupancy {
         let s = self.shared();
         let c = s.central.lock();
+        let w = s.stage.word();
         Occupancy {
-            open_items: c.items.len(),
+            open_items: w.open(),
             waiting: c.waiters.len(),
-            reserved: c.reserved,
+            reserved: w.reserved(),
             busy_slots: s.busy.load(Ordering::Relaxed),
-            closed: c.closed,
+            closed: w.closed(),
         }
     }
 
@@ -712,58 +787,82 @@ impl<K: BatchKernel> Shared<K> {
         stats
     }
 
-    /// Pushes `item`, submitted at `submitted`, into the open batch (opening it if empty).
-    /// Caller holds `central`, has checked that the Batcher is open and that there is room
-    /// for this item. Returns the
-    /// batch, the item's index, and whether an idle worker must be notified (first item: a
-    /// new deadline; last item: the batch is full).
-    fn accept(
+    /// Steps 1-2 of the protocol for one item (`submit`): enters `item.take()` into the
+    /// caller's lane as one entry. `reserved`: the caller is a waiter holding a reservation.
+    /// On `Err` the item is still in `item`.
+    fn enter_one(
         &self,
-        c: &mut Central<K::Item, K::Output>,
-        item: K::Item,
+        central: Option<&mut Central>,
+        item: &mut Option<K::Item>,
         submitted: Instant,
-    ) -> (Arc<BatchShared<K::Output>>, usize, bool) {
-        let index = c.items.len();
-        let first = c.open.is_none();
-        let batch = match &c.open {
-            Some(open) => open.shared.clone(),
-            None => {
-                let seq = c.next_batch;
-                c.next_batch += 1;
-                let batch = Arc::new(BatchShared {
-                    seq,
-                    state: Mutex::new(BatchState {
-                        done: false,
-                        failure: None,
-                        entries: Vec::with_capacity(self.config.max_batch.min(ENTRIES_UP_FRONT)),
-                    }),
-                });
-                // Tracing: one arrow per batch, from the submit that opens it (see `trace`).
-                let flow = self.trace.as_ref().map(trace::submit_flow);
-                c.open =
-                    Some(OpenBatch { shared: batch.clone(), opened: Instant::now(), flush: false, flow });
-                batch
-            }
+        reserved: bool,
+    ) -> Result<Piece<K::Output>, EnterError> {
+        debug_assert!(item.is_some());
+        self.enter(central, 1, reserved, submitted, Out::One(None), |items| {
+            items.push(item.take().expect("checked"))
+        })
+    }
+
+    /// Steps 1-2 for `n` items as one entry with output `out`: under the caller's lane lock,
+    /// grows the lane and its block (fallibly), admits `n` on the admission word, and only
+    /// then lets `push` move the items into the lane. Then stamps and notifies as the
+    /// admission says (see the `stage` module), under `central`: the caller's guard when it
+    /// holds it (the slow paths), else taken here.
+    #[allow(clippy::too_many_arguments)] // one body for every way in
+    fn enter(
+        &self,
+        central: Option<&mut Central>,
+        n: usize,
+        reserved: bool,
+        submitted: Instant,
+        out: Out<K::Output>,
+        push: impl FnOnce(&mut Vec<K::Item>),
+    ) -> Result<Piece<K::Output>, EnterError> {
+        let lane = self.stage.lane();
+        let mut l = lane.lock();
+        let memory = |what: &str, e: std::collections::TryReserveError| {
+            EnterError::Memory(OffloadError::Config(format!(
+                "cannot grow the {what} for {n} more item(s) of {} ({e}); {}",
+                self.kernel.name(),
+                host_available()
+            )))
         };
-        batch.state.lock().entries.push(Entry { waker: None, output: None, submitted });
-        c.items.push(item);
-        let full = c.items.len() >= self.config.max_batch;
-        (batch, index, first || full)
+        l.items.try_reserve(n).map_err(|e| memory("lane", e))?;
+        let block =
+            l.block.get_or_insert_with(|| Block::new(self.next_batch.load(Ordering::Relaxed))).clone();
+        let mut b = block.state.lock();
+        b.entries.try_reserve(1).map_err(|e| memory("result entries", e))?;
+        let admitted = self.stage.admit(n, reserved).map_err(EnterError::Refused)?;
+        push(&mut l.items);
+        b.entries.push(Entry { waker: None, submitted, out });
+        let index = b.entries.len() - 1;
+        drop(b);
+        drop(l);
+        if admitted.first || admitted.full {
+            match central {
+                Some(c) => self.announce(c, admitted),
+                None => self.announce(&mut self.central.lock(), admitted),
+            }
+        }
+        Ok((block, index))
+    }
+
+    /// After an admission that opened (`first`) or filled the batch: stamps the open batch
+    /// and notifies an idle worker, under `central` (held by the caller).
+    fn announce(&self, c: &mut Central, admitted: stage::Admitted) {
+        if admitted.first {
+            // Tracing: one arrow per batch, from the submit that opens it (see `trace`); it
+            // starts before the batch's `opened`, where the trace draws its queue wait.
+            c.flow = self.trace.as_ref().map(trace::submit_flow);
+            c.opened = Some(Instant::now());
+        }
+        self.work.notify_one();
     }
 
     /// Closes the Batcher (first call only), then joins the workers.
     fn shutdown(&self) {
-        let waiters: Option<Vec<Waker>> = {
-            let mut c = self.central.lock();
-            if c.closed {
-                None
-            } else {
-                c.closed = true;
-                c.reserved = 0;
-                Some(c.waiters.drain(..).map(|(_, w)| w).collect())
-            }
-        };
-        if let Some(waiters) = waiters {
+        if self.stage.close() {
+            let waiters: Vec<Waker> = self.central.lock().waiters.drain(..).map(|(_, w)| w).collect();
             self.work.notify_all();
             for w in waiters {
                 w.wake();
@@ -793,22 +892,20 @@ impl<K: BatchKernel> Shared<K> {
     }
 
     /// Slot worker: takes batches until the Batcher is closed and drained. `spare` is the
-    /// empty item `Vec` (capacity `max_batch`) it swaps with the open batch's.
+    /// empty item `Vec` (capacity `max_batch`) the lanes' items are moved into.
     fn worker(&self, slot_index: usize, mut slot: Box<dyn Slot>, mut spare: Vec<K::Item>) {
         let mut wake: Vec<Waker> = Vec::new();
         // Host buffers of CPU-placed batches run on this thread (allocated at the first one).
         let mut cpu = run::CpuBuffers::default();
         let mut lanes = self.trace.as_ref().map(|r| trace::SlotTrace::new(r, slot_index, self.kernel.name()));
         while let Some(taken) = self.take(&mut spare, &mut wake) {
-            for w in wake.drain(..) {
-                w.wake();
-            }
+            // The waiters given room: they may enter the next batch while this one runs.
+            gmprt_runtime::injectglist(wake.drain(..));
             self.busy.fetch_add(1, Ordering::Relaxed);
             let marks = self.run(slot_index, &mut *slot, &mut spare, &mut cpu, taken, &mut wake);
             self.busy.fetch_sub(1, Ordering::Relaxed);
-            for w in wake.drain(..) {
-                w.wake();
-            }
+            // Every item's task at once: one global-queue round, as many Ps started as needed.
+            gmprt_runtime::injectglist(wake.drain(..));
             // Tracing only (one branch per batch otherwise): after the wakes, so the `wake`
             // slice holds the runtime's wake arrows.
             if let (Some(lanes), Some(marks)) = (&mut lanes, marks) {
@@ -818,57 +915,72 @@ impl<K: BatchKernel> Shared<K> {
         }
     }
 
-    /// Waits until the open batch may close, then takes it: its items are swapped into
+    /// Waits until a batch may close, then takes it (step 2): the lanes' items are moved into
     /// `items` (empty on entry) and the wakers of the waiters given room are pushed to
-    /// `wake`. `None` once the Batcher is closed and the open batch is empty.
+    /// `wake`. `None` once the Batcher is closed and nothing is open.
     fn take(&self, items: &mut Vec<K::Item>, wake: &mut Vec<Waker>) -> Option<Taken<K::Output>> {
+        debug_assert!(items.is_empty());
         let max_batch = self.config.max_batch;
         let mut c = self.central.lock();
         loop {
-            if let Some(open) = &c.open {
-                let now = Instant::now();
-                let reason = if c.items.len() >= max_batch {
-                    CloseReason::Full
-                } else if c.closed {
-                    CloseReason::Shutdown
-                } else if open.flush {
-                    CloseReason::Flush
-                } else {
-                    // `max_delay ≤ 1 h` (validated), so this cannot overflow in practice;
-                    // if it did, the batch would wait for full/flush/shutdown.
-                    match open.opened.checked_add(self.config.max_delay) {
-                        Some(deadline) if now < deadline => {
-                            self.work.wait_until(&mut c, deadline);
-                            continue;
-                        }
-                        Some(_) => CloseReason::Deadline,
-                        None => {
-                            self.work.wait(&mut c);
-                            continue;
-                        }
-                    }
-                };
-                let Some(open) = c.open.take() else { continue };
-                std::mem::swap(&mut c.items, items);
-                // Room of the new open batch goes to the front waiters first (invariant R).
-                let room = max_batch.saturating_sub(c.reserved);
-                for _ in 0..room {
-                    let Some((_, w)) = c.waiters.pop_front() else { break };
-                    c.reserved += 1;
-                    wake.push(w);
+            let w = self.stage.word();
+            if w.open() == 0 {
+                if w.closed() {
+                    return None;
                 }
-                return Some(Taken {
-                    shared: open.shared,
-                    opened: open.opened,
-                    closed_at: now,
-                    reason,
-                    flow: open.flow,
-                });
+                self.work.wait(&mut c);
+                continue;
             }
-            if c.closed {
-                return None;
+            // The submit that opened the batch stamps it (and starts its trace arrow) under
+            // `central` right after its admission, and then notifies: wait for that, so the
+            // batch's `opened` and arrow are its own.
+            let Some(opened) = c.opened else {
+                self.work.wait(&mut c);
+                continue;
+            };
+            let now = Instant::now();
+            let reason = if w.open() + w.reserved() >= max_batch {
+                CloseReason::Full
+            } else if w.closed() {
+                CloseReason::Shutdown
+            } else if c.flush {
+                CloseReason::Flush
+            } else if self.config.max_delay.is_zero() {
+                // Triton's default: a free slot takes whatever is queued.
+                CloseReason::Deadline
+            } else {
+                // `max_delay ≤ 1 h` (validated), so this cannot overflow in practice; if it
+                // did, the batch would wait for full/flush/shutdown.
+                match opened.checked_add(self.config.max_delay) {
+                    Some(deadline) if now < deadline => {
+                        self.work.wait_until(&mut c, deadline);
+                        continue;
+                    }
+                    Some(_) => CloseReason::Deadline,
+                    None => {
+                        self.work.wait(&mut c);
+                        continue;
+                    }
+                }
+            };
+            let mut blocks = Vec::new();
+            let moved = self.stage.take(items, &mut blocks);
+            debug_assert!(moved > 0, "open > 0 under central, and only workers take (under central)");
+            c.opened = None;
+            c.flush = false;
+            let flow = c.flow.take();
+            // Room goes to the front waiters first (step 4 of the `stage` module).
+            if !c.waiters.is_empty() {
+                let k = c.waiters.len();
+                let got = self.stage.reserve(k, true);
+                wake.extend(c.waiters.drain(..got).map(|(_, w)| w));
             }
-            self.work.wait(&mut c);
+            drop(c);
+            let seq = self.next_batch.fetch_add(1, Ordering::Relaxed);
+            for (b, _) in &blocks {
+                b.state.lock().seq = Some(seq);
+            }
+            return Some(Taken { seq, blocks, opened, closed_at: now, reason, flow });
         }
     }
 }

@@ -3,7 +3,7 @@
 //! scatter of results to the waiting futures with the batch's timeline.
 use super::placement;
 use super::trace::Marks;
-use super::{BatchKernel, Placement, Shared, Taken};
+use super::{BatchKernel, Out, Placement, Shared, Taken};
 use crate::backend::{Phases, Slot};
 use crate::device::panic_message;
 use crate::error::OffloadError;
@@ -13,10 +13,25 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
+/// What the execute step hands the scatter step.
+struct Executed<O> {
+    /// The phase times, or the error every item of the batch gets.
+    result: Result<crate::PhaseTimes, OffloadError>,
+    /// Where it ran (`Gpu` also for a batch that failed before it ran).
+    side: Side,
+    launched: bool,
+    decision: Option<PlacementDecision>,
+    staging: Duration,
+    /// When staging began (the slot and worker paths; the Ps path stages per chunk).
+    stage_at: Instant,
+    /// Outputs already gathered (the Ps path); otherwise they are read from the words.
+    gathered: Option<Vec<O>>,
+}
+
 impl<K: BatchKernel> Shared<K> {
-    /// Stages, runs and scatters one taken batch (protocol steps 3 and 4); pushes the item
-    /// futures' wakers to `wake`. Leaves `items` empty. Returns what the trace needs when
-    /// tracing (see the `trace` module).
+    /// Runs one taken batch: the execute step (placement, staging, the one run) and the
+    /// scatter step (outputs to the entries, the timeline, `done`). Pushes the futures'
+    /// wakers to `wake`; leaves `items` empty. Returns what the trace needs when tracing.
     pub(super) fn run(
         &self,
         slot_index: usize,
@@ -26,148 +41,185 @@ impl<K: BatchKernel> Shared<K> {
         taken: Taken<K::Output>,
         wake: &mut Vec<Waker>,
     ) -> Option<Marks> {
+        let n = items.len();
+        let executed = self.execute(slot, items, cpu, &taken);
+        self.scatter(slot_index, slot, cpu, n, taken, executed, wake)
+    }
+
+    /// The execute step: where the batch runs, staging and the run, every panic contained.
+    fn execute(
+        &self,
+        slot: &mut dyn Slot,
+        items: &mut Vec<K::Item>,
+        cpu: &mut CpuBuffers,
+        taken: &Taken<K::Output>,
+    ) -> Executed<K::Output> {
         let kernel = &self.kernel;
-        let seq = taken.shared.seq;
+        let seq = taken.seq;
         let n = items.len();
         let (in_words, out_words) = (n * kernel.in_words(), n * kernel.out_words());
         let fail = |msg: String| OffloadError::Batch { batch: seq, kernel: kernel.name(), msg };
-
+        let mut ex = Executed {
+            result: Ok(crate::PhaseTimes::default()),
+            side: Side::Gpu,
+            launched: false,
+            decision: None,
+            staging: Duration::ZERO,
+            stage_at: taken.closed_at,
+            gathered: None,
+        };
         // Where the batch runs is decided first: a batch for the Ps is staged chunk by chunk
         // (inside `run_on_ps`), one for the worker thread into the worker's own host buffers
         // (`cpu`), and only one for the device into the slot. A CPU-placed batch never touches
         // the slot: on CUDA its input staging is write-combined memory, which the host must
         // only write (a host read of it is uncached, 10-50x slower than ordinary memory).
-        let placed = self.place(n);
-        let mut launched = false;
-        let mut side = Side::Gpu;
-        let mut decision: Option<PlacementDecision> = None;
-        let mut staging = Duration::ZERO;
-        // When staging began (the slot and worker paths; the Ps path stages per chunk).
-        let mut stage_at = taken.closed_at;
-        // Outputs already gathered (the Ps path); otherwise they are gathered from the words.
-        let mut gathered: Option<Vec<K::Output>> = None;
-        let result = match placed {
+        let (chose, predicted) = match self.place(n) {
+            Ok(p) => p,
             Err(msg) => {
                 let _ = catch_unwind(AssertUnwindSafe(|| items.clear()));
-                Err(fail(msg))
-            }
-            Ok((chose, predicted)) => {
-                side = chose;
-                decision = predicted.map(|(predicted_gpu, predicted_cpu)| PlacementDecision {
-                    batch: seq,
-                    n,
-                    chose,
-                    predicted_gpu,
-                    predicted_cpu,
-                    measured: Duration::ZERO,
-                });
-                launched = chose == Side::Gpu;
-                match (chose, &self.cpu_rt) {
-                    (Side::Cpu, Some(rt)) => {
-                        let ran = catch_unwind(AssertUnwindSafe(|| run_on_ps(kernel, rt, items)));
-                        let _ = catch_unwind(AssertUnwindSafe(|| items.clear()));
-                        match ran {
-                            Ok(Ok((outs, times))) => {
-                                gathered = Some(outs);
-                                Ok(times)
-                            }
-                            Ok(Err(msg)) => Err(fail(msg)),
-                            Err(p) => Err(fail(format!("the CPU run panicked: {}", panic_message(&*p)))),
-                        }
-                    }
-                    _ => {
-                        let t_stage = Instant::now();
-                        stage_at = t_stage;
-                        let staged = match chose {
-                            Side::Gpu => catch_unwind(AssertUnwindSafe(|| {
-                                kernel.stage(items, &mut slot.staging_in()[..in_words])
-                            }))
-                            .map(Ok),
-                            Side::Cpu => catch_unwind(AssertUnwindSafe(|| {
-                                cpu.grow(kernel.name(), in_words, out_words)
-                                    .map(|()| kernel.stage(items, &mut cpu.input[..in_words]))
-                            })),
-                        };
-                        // The items are not needed any more; dropping them here keeps the spare
-                        // Vec's capacity for the next batch. A panicking Drop of an item is
-                        // contained too (`clear` sets the length to 0 before dropping).
-                        let _ = catch_unwind(AssertUnwindSafe(|| items.clear()));
-                        staging = t_stage.elapsed();
-                        match staged {
-                            Err(p) => Err(fail(format!("staging panicked: {}", panic_message(&*p)))),
-                            Ok(Err(msg)) => Err(fail(msg)),
-                            Ok(Ok(())) => {
-                                let ran = catch_unwind(AssertUnwindSafe(|| match chose {
-                                    Side::Gpu => slot.run(kernel, n, in_words, out_words, Phases::ALL),
-                                    Side::Cpu => run_cpu(kernel, n, cpu, in_words, out_words),
-                                }));
-                                match ran {
-                                    Ok(Ok(times)) => Ok(times),
-                                    Ok(Err(OffloadError::Batch { msg, .. })) => Err(fail(msg)),
-                                    Ok(Err(e)) => Err(fail(e.to_string())),
-                                    Err(p) => Err(fail(format!("the run panicked: {}", panic_message(&*p)))),
-                                }
-                            }
-                        }
-                    }
-                }
+                ex.result = Err(fail(msg));
+                return ex;
             }
         };
-
-        let t_scatter = Instant::now();
-        let mut st = taken.shared.state.lock();
-        let times = match result {
-            Ok(times) => {
-                let entries = &mut st.entries;
-                let gathered = catch_unwind(AssertUnwindSafe(|| match gathered {
-                    Some(outs) => {
-                        for (e, o) in entries.iter_mut().zip(outs) {
-                            e.output = Some(o);
-                        }
-                    }
-                    None => {
-                        let out = match side {
-                            Side::Gpu => &slot.staging_out()[..out_words],
-                            Side::Cpu => &cpu.output[..out_words],
-                        };
-                        for (i, e) in entries.iter_mut().enumerate() {
-                            e.output = Some(kernel.gather(n, out, i));
-                        }
-                    }
+        ex.side = chose;
+        ex.decision = predicted.map(|(predicted_gpu, predicted_cpu)| PlacementDecision {
+            batch: seq,
+            n,
+            chose,
+            predicted_gpu,
+            predicted_cpu,
+            measured: Duration::ZERO,
+        });
+        ex.launched = chose == Side::Gpu;
+        if let (Side::Cpu, Some(rt)) = (chose, &self.cpu_rt) {
+            let ran = catch_unwind(AssertUnwindSafe(|| run_on_ps(kernel, rt, items)));
+            let _ = catch_unwind(AssertUnwindSafe(|| items.clear()));
+            ex.result = match ran {
+                Ok(Ok((outs, times))) => {
+                    ex.gathered = Some(outs);
+                    Ok(times)
+                }
+                Ok(Err(msg)) => Err(fail(msg)),
+                Err(p) => Err(fail(format!("the CPU run panicked: {}", panic_message(&*p)))),
+            };
+            return ex;
+        }
+        let t_stage = Instant::now();
+        ex.stage_at = t_stage;
+        let staged = match chose {
+            Side::Gpu => {
+                catch_unwind(AssertUnwindSafe(|| kernel.stage(items, &mut slot.staging_in()[..in_words])))
+                    .map(Ok)
+            }
+            Side::Cpu => catch_unwind(AssertUnwindSafe(|| {
+                cpu.grow(kernel.name(), in_words, out_words)
+                    .map(|()| kernel.stage(items, &mut cpu.input[..in_words]))
+            })),
+        };
+        // The items are not needed any more; dropping them here keeps the spare Vec's
+        // capacity for the next batch. A panicking Drop of an item is contained too (`clear`
+        // sets the length to 0 before dropping).
+        let _ = catch_unwind(AssertUnwindSafe(|| items.clear()));
+        ex.staging = t_stage.elapsed();
+        ex.result = match staged {
+            Err(p) => Err(fail(format!("staging panicked: {}", panic_message(&*p)))),
+            Ok(Err(msg)) => Err(fail(msg)),
+            Ok(Ok(())) => {
+                let ran = catch_unwind(AssertUnwindSafe(|| match chose {
+                    Side::Gpu => slot.run(kernel, n, in_words, out_words, Phases::ALL),
+                    Side::Cpu => run_cpu(kernel, n, cpu, in_words, out_words),
                 }));
-                if let Err(p) = gathered {
-                    st.failure = Some(fail(format!("gather panicked: {}", panic_message(&*p))));
+                match ran {
+                    Ok(Ok(times)) => Ok(times),
+                    Ok(Err(OffloadError::Batch { msg, .. })) => Err(fail(msg)),
+                    Ok(Err(e)) => Err(fail(e.to_string())),
+                    Err(p) => Err(fail(format!("the run panicked: {}", panic_message(&*p)))),
                 }
-                Some(times)
-            }
-            Err(e) => {
-                st.failure = Some(e);
-                None
             }
         };
-        let ok = st.failure.is_none();
+        ex
+    }
+
+    /// The scatter step: every entry's output (or the batch's failure) into its block, the
+    /// per-item latency and the timeline recorded, then `done` set and the wakers taken —
+    /// recorded before `done`, so once any future of the batch resolves its timeline is
+    /// visible in `stats()`/`timelines()`.
+    #[allow(clippy::too_many_arguments)] // the two steps' hand-over, spelled out
+    fn scatter(
+        &self,
+        slot_index: usize,
+        slot: &mut dyn Slot,
+        cpu: &CpuBuffers,
+        n: usize,
+        taken: Taken<K::Output>,
+        ex: Executed<K::Output>,
+        wake: &mut Vec<Waker>,
+    ) -> Option<Marks> {
+        let kernel = &self.kernel;
+        let seq = taken.seq;
+        let (in_words, out_words) = (n * kernel.in_words(), n * kernel.out_words());
+        let fail = |msg: String| OffloadError::Batch { batch: seq, kernel: kernel.name(), msg };
+        let t_scatter = Instant::now();
+        let mut failure = ex.result.as_ref().err().cloned();
+        if failure.is_none() {
+            let mut outs = ex.gathered.map(Vec::into_iter);
+            let side = ex.side;
+            let written = catch_unwind(AssertUnwindSafe(|| {
+                // The words only when the outputs were not gathered already (the Ps path).
+                let words: &[u32] = match (&outs, side) {
+                    (Some(_), _) => &[],
+                    (None, Side::Gpu) => &slot.staging_out()[..out_words],
+                    (None, Side::Cpu) => &cpu.output[..out_words],
+                };
+                let mut next = |i: usize| match &mut outs {
+                    Some(it) => it.next(),
+                    None => Some(kernel.gather(n, words, i)),
+                };
+                for (block, base) in &taken.blocks {
+                    let mut st = block.state.lock();
+                    let mut i = *base;
+                    for e in st.entries.iter_mut() {
+                        match &mut e.out {
+                            Out::One(o) => *o = next(i),
+                            Out::Many { len, outs } => outs.extend((i..i + *len).filter_map(&mut next)),
+                        }
+                        i += e.out.len();
+                    }
+                }
+            }));
+            if let Err(p) = written {
+                failure = Some(fail(format!("gather panicked: {}", panic_message(&*p))));
+            }
+        }
+        let ok = failure.is_none();
         let scatter = t_scatter.elapsed();
         // Per-item latency (see the `latency` module): this slot's histograms, a leaf lock
         // only this worker takes on the hot path, once per batch.
-        self.item_latency[slot_index].lock().record_batch(
-            taken.closed_at,
-            t_scatter + scatter,
-            st.entries.iter().map(|e| e.submitted),
-        );
-        let times = times.unwrap_or_default();
+        {
+            let mut lat = self.item_latency[slot_index].lock();
+            let delivered = t_scatter + scatter;
+            for (block, _) in &taken.blocks {
+                let st = block.state.lock();
+                lat.record_batch(
+                    taken.closed_at,
+                    delivered,
+                    st.entries.iter().map(|e| (e.submitted, e.out.len())),
+                );
+            }
+        }
+        let times = ex.result.unwrap_or_default();
+        let mut decision = ex.decision;
         if let Some(d) = &mut decision {
             d.measured = times.h2d + times.kernel + times.d2h;
         }
-        let on_device = side == Side::Gpu && ok;
-        // Record before `done`: once any future of this batch resolves, its timeline is
-        // visible in `stats()`/`timelines()`.
+        let on_device = ex.side == Side::Gpu && ok;
         self.log.lock().record(BatchTimeline {
             batch: seq,
             n,
             closed_by: taken.reason,
             start: taken.closed_at.saturating_duration_since(self.created),
             queue_wait: taken.closed_at.saturating_duration_since(taken.opened),
-            staging,
+            staging: ex.staging,
             h2d: times.h2d,
             kernel: times.kernel,
             d2h: times.d2h,
@@ -176,23 +228,27 @@ impl<K: BatchKernel> Shared<K> {
             bytes_d2h: if on_device { (out_words * 4) as u64 } else { 0 },
             device: self.device.kind(),
             slot: slot_index,
-            launched,
+            launched: ex.launched,
             ok,
-            placement: side,
+            placement: ex.side,
             predicted: decision,
         });
-        st.done = true;
-        wake.extend(st.entries.iter_mut().filter_map(|e| e.waker.take()));
+        for (block, _) in &taken.blocks {
+            let mut st = block.state.lock();
+            st.failure = failure.clone();
+            st.done = true;
+            wake.extend(st.entries.iter_mut().filter_map(|e| e.waker.take()));
+        }
         self.trace.as_ref().map(|_| Marks {
             seq,
             n,
             reason: taken.reason,
-            side,
+            side: ex.side,
             ok,
             opened: taken.opened,
             start: taken.closed_at,
-            stage: stage_at,
-            staging,
+            stage: ex.stage_at,
+            staging: ex.staging,
             times,
             scatter: t_scatter,
             scatter_len: scatter,

@@ -1,14 +1,14 @@
 //! [`Submit`]: the future of one [`Batcher::submit`](super::Batcher::submit) — refused,
-//! waiting for room (FIFO tickets, invariant R of the parent module), accepted into a batch,
-//! or done. Never blocks the polling thread: it takes `central` or its batch's lock for a
-//! short critical section and otherwise registers its waker.
+//! waiting for room (FIFO tickets, step 4 of the `stage` module), accepted into a batch,
+//! or done. Never blocks the polling thread: it takes `central`, its lane's or its block's
+//! lock for a short critical section and otherwise registers its waker.
 //!
 //! Before each `Pending` it tells the runtime what the task waits on, for a task dump and the
 //! deadlock check ([`ExternalWait`]: something outside the runtime, a slot worker, will wake
 //! it): `Batcher batch` with the batch's number, or `Batcher room` with the waiter's ticket
 //! while it waits for room (backpressure). Two relaxed stores into the task's header; the
 //! names are interned once per process.
-use super::{BatchShared, Shared};
+use super::{stage::Refused, Block, EnterError, Out, Shared};
 use crate::error::OffloadError;
 use crate::jobs::BatchKernel;
 use gmprt_runtime::dump::ExternalWait;
@@ -24,7 +24,7 @@ use std::time::Instant;
 
 /// What a pending `Submit` waits on: its batch to run (`Batcher batch #seq`), or room in the
 /// open batch (`Batcher room`, with its ticket). Interned at the first use.
-fn external(room: bool) -> ExternalWait {
+pub(super) fn external(room: bool) -> ExternalWait {
     static BATCH: OnceLock<ExternalWait> = OnceLock::new();
     static ROOM: OnceLock<ExternalWait> = OnceLock::new();
     if room {
@@ -49,8 +49,8 @@ pub(super) enum SubmitState<K: BatchKernel> {
     /// is either still in `waiters` or was popped and holds a reservation.
     /// `submitted`: when `submit` was called (the item's queue wait starts there).
     Waiting { shared: Arc<Shared<K>>, item: Option<K::Item>, ticket: Option<u64>, submitted: Instant },
-    /// In batch `batch` at `index`.
-    Accepted { batch: Arc<BatchShared<K::Output>>, index: usize },
+    /// Entry `index` of `block`.
+    Accepted { block: Arc<Block<K::Output>>, index: usize },
     /// The result was returned.
     Done,
 }
@@ -80,7 +80,7 @@ impl<K: BatchKernel> Submit<K> {
 }
 
 /// Ticket `t`'s position in `waiters`, if it is still queued.
-fn queued(waiters: &VecDeque<(u64, Waker)>, t: u64) -> Option<usize> {
+pub(super) fn queued(waiters: &VecDeque<(u64, Waker)>, t: u64) -> Option<usize> {
     waiters.binary_search_by_key(&t, |(k, _)| *k).ok()
 }
 
@@ -96,21 +96,26 @@ impl<K: BatchKernel> Future for Submit<K> {
                     this.state = SubmitState::Done;
                     return Poll::Ready(Err(e));
                 }
-                SubmitState::Accepted { batch, index } => {
-                    let mut st = batch.state.lock();
+                SubmitState::Accepted { block, index } => {
+                    let mut st = block.state.lock();
                     if !st.done {
+                        let seq = st.batch();
                         let slot = &mut st.entries[*index].waker;
                         match slot {
                             Some(w) if w.will_wake(cx.waker()) => {}
                             _ => *slot = Some(cx.waker().clone()),
                         }
-                        external(false).waiting(batch.seq);
+                        external(false).waiting(seq);
                         return Poll::Pending;
                     }
                     let out = match &st.failure {
                         Some(e) => Err(e.clone()),
-                        None => st.entries[*index].output.take().ok_or_else(|| OffloadError::Batch {
-                            batch: batch.seq,
+                        None => match &mut st.entries[*index].out {
+                            Out::One(o) => o.take(),
+                            Out::Many { .. } => None,
+                        }
+                        .ok_or_else(|| OffloadError::Batch {
+                            batch: st.batch(),
                             kernel: "?",
                             msg: "internal: result already taken".into(),
                         }),
@@ -121,15 +126,8 @@ impl<K: BatchKernel> Future for Submit<K> {
                 }
                 SubmitState::Waiting { shared, item, ticket, submitted } => {
                     let mut c = shared.central.lock();
-                    if c.closed {
-                        drop(c);
-                        shared.rejected_closed.fetch_add(1, Ordering::Relaxed);
-                        this.state = SubmitState::Done;
-                        return Poll::Ready(Err(OffloadError::Closed));
-                    }
-                    let may_enter = match *ticket {
-                        // Not queued yet: enters only if nobody waits and there is free room.
-                        None => c.waiters.is_empty() && c.items.len() + c.reserved < shared.config.max_batch,
+                    let reserved = match *ticket {
+                        None => false,
                         Some(t) => match queued(&c.waiters, t) {
                             Some(pos) => {
                                 let w = &mut c.waiters[pos].1;
@@ -139,33 +137,46 @@ impl<K: BatchKernel> Future for Submit<K> {
                                 external(true).waiting(t);
                                 return Poll::Pending;
                             }
-                            // Popped by a worker: room is reserved for it (invariant R).
-                            None => {
-                                c.reserved -= 1;
-                                true
-                            }
+                            // Popped by a worker: room is reserved for it (`stage`, step 4).
+                            None => true,
                         },
                     };
-                    if !may_enter {
-                        let t = c.next_ticket;
-                        c.next_ticket += 1;
-                        c.waiters.push_back((t, cx.waker().clone()));
-                        *ticket = Some(t);
-                        external(true).waiting(t);
-                        return Poll::Pending;
-                    }
-                    let Some(it) = item.take() else {
+                    if item.is_none() {
                         drop(c);
                         this.state = SubmitState::Done;
                         return Poll::Ready(Err(OffloadError::Closed));
-                    };
-                    let (batch, index, notify) = shared.accept(&mut c, it, *submitted);
-                    drop(c);
-                    if notify {
-                        shared.work.notify_one();
                     }
-                    // Poll the accepted state at once to register the waker.
-                    this.state = SubmitState::Accepted { batch, index };
+                    match shared.enter_one(Some(&mut c), item, *submitted, reserved) {
+                        Ok((block, index)) => {
+                            drop(c);
+                            // Poll the accepted state at once to register the waker.
+                            this.state = SubmitState::Accepted { block, index };
+                        }
+                        Err(EnterError::Refused(Refused::NoRoom)) => {
+                            debug_assert!(!reserved, "a reservation always finds room");
+                            let t = c.next_ticket;
+                            c.next_ticket += 1;
+                            c.waiters.push_back((t, cx.waker().clone()));
+                            shared.stage.set_waiters();
+                            *ticket = Some(t);
+                            external(true).waiting(t);
+                            return Poll::Pending;
+                        }
+                        Err(EnterError::Refused(Refused::Closed)) => {
+                            drop(c);
+                            shared.rejected_closed.fetch_add(1, Ordering::Relaxed);
+                            this.state = SubmitState::Done;
+                            return Poll::Ready(Err(OffloadError::Closed));
+                        }
+                        Err(EnterError::Memory(e)) => {
+                            drop(c);
+                            if reserved {
+                                shared.pass_reservation();
+                            }
+                            this.state = SubmitState::Done;
+                            return Poll::Ready(Err(e));
+                        }
+                    }
                 }
                 SubmitState::Done => {
                     return Poll::Ready(Err(OffloadError::Config("Submit polled after it completed".into())));
@@ -178,19 +189,38 @@ impl<K: BatchKernel> Future for Submit<K> {
 impl<K: BatchKernel> Drop for Submit<K> {
     fn drop(&mut self) {
         let SubmitState::Waiting { shared, ticket: Some(t), .. } = &self.state else { return };
-        let mut c = shared.central.lock();
-        if c.closed {
-            return;
-        }
-        if let Some(pos) = queued(&c.waiters, *t) {
+        shared.leave_queue(*t);
+    }
+}
+
+impl<K: BatchKernel> Shared<K> {
+    /// A waiting submit with ticket `t` goes away: out of the queue if still in it, else it
+    /// holds a reservation, which passes to the next waiter (or back to the room).
+    pub(super) fn leave_queue(&self, t: u64) {
+        let mut c = self.central.lock();
+        if let Some(pos) = queued(&c.waiters, t) {
             c.waiters.remove(pos);
+            if c.waiters.is_empty() {
+                self.stage.clear_waiters();
+            }
             return;
         }
-        // It was given room and leaves without using it: pass the reservation on.
-        c.reserved -= 1;
+        drop(c);
+        self.pass_reservation();
+    }
+
+    /// A reservation its holder will not use goes to the front waiter (woken), or back to the
+    /// room when nobody waits.
+    pub(super) fn pass_reservation(&self) {
+        let mut c = self.central.lock();
+        if self.stage.word().closed() {
+            return;
+        }
         let next = c.waiters.pop_front().map(|(_, w)| w);
-        if next.is_some() {
-            c.reserved += 1;
+        match &next {
+            Some(_) if c.waiters.is_empty() => self.stage.clear_waiters(),
+            Some(_) => {}
+            None => self.stage.unreserve(),
         }
         drop(c);
         if let Some(w) = next {
