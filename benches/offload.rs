@@ -13,7 +13,8 @@
 //! finish an iteration in well under a second on the Host device.
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use gmprt::kernels::black_scholes::{stage_words, synthetic_chain, Contract, IN_WORDS, OUT_WORDS};
-use gmprt::offload::jobs::BlackScholes;
+use gmprt::offload::jobs::{BlackScholes, Saxpy};
+use gmprt::offload::{BatchKernel, Job};
 use gmprt::offload::{Batcher, BatcherConfig, Device, DeviceKind};
 use std::time::{Duration, Instant};
 
@@ -115,5 +116,227 @@ fn offload(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, offload);
+// ---------------------------------------------------------------------------------------------
+// Long-lived submitters (a service's tasks): `tasks` green tasks each submit `per_task` SAXPY
+// items one after another, awaiting each result before the next submit. gmprt's Batcher
+// against the peer a good tokio user writes by hand instead (below), same items, same
+// max_batch, in the same run.
+
+/// The peer: what a tokio user writes instead of a Batcher. A bounded mpsc of
+/// `(item, oneshot)` feeds one collector task, which takes whatever is queued up to
+/// `max_batch` (`recv_many`), keeps collecting until `max_delay` has passed since the first
+/// item or the batch is full (not at all when `max_delay` is zero: Triton's default, as the
+/// Batcher's), computes the batch with the same CPU kernel the Host device runs, and answers
+/// each oneshot.
+#[derive(Clone)]
+struct TokioBatcher {
+    tx: tokio::sync::mpsc::Sender<((f32, f32), tokio::sync::oneshot::Sender<f32>)>,
+}
+
+impl TokioBatcher {
+    /// Starts the collector on the current tokio runtime. The channel holds `max_batch` items
+    /// (backpressure, as the Batcher's bounded open batch).
+    fn start(kernel: Saxpy, max_batch: usize, max_delay: Duration) -> TokioBatcher {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(max_batch);
+        tokio::spawn(async move {
+            let mut batch: Vec<((f32, f32), tokio::sync::oneshot::Sender<f32>)> =
+                Vec::with_capacity(max_batch);
+            let mut input = vec![0u32; 2 * max_batch];
+            let mut output = vec![0u32; max_batch];
+            let mut items: Vec<(f32, f32)> = Vec::with_capacity(max_batch);
+            loop {
+                if rx.recv_many(&mut batch, max_batch).await == 0 {
+                    return; // every sender dropped
+                }
+                if !max_delay.is_zero() {
+                    let deadline = tokio::time::Instant::now() + max_delay;
+                    while batch.len() < max_batch {
+                        let left = max_batch - batch.len();
+                        match tokio::time::timeout_at(deadline, rx.recv_many(&mut batch, left)).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(_) => {}
+                        }
+                    }
+                }
+                let n = batch.len();
+                items.clear();
+                items.extend(batch.iter().map(|(it, _)| *it));
+                kernel.stage(&items, &mut input[..2 * n]);
+                kernel.run_host(n, &input[..2 * n], &mut output[..n]).expect("saxpy");
+                for (i, (_, reply)) in batch.drain(..).enumerate() {
+                    let _ = reply.send(kernel.gather(n, &output[..n], i));
+                }
+            }
+        });
+        TokioBatcher { tx }
+    }
+
+    async fn submit(&self, item: (f32, f32)) -> f32 {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        self.tx.send((item, reply)).await.expect("collector alive");
+        rx.await.expect("collector answers")
+    }
+}
+
+/// What one submitters pass returns: the checksum of every result, and (when sampling) every
+/// item's submit → result latency in nanoseconds, measured in the submitting task.
+struct Pass {
+    sum: f64,
+    latencies: Vec<u64>,
+}
+
+/// Item `j` of task `t`: `x` and `y` small integers, so every SAXPY result and the checksum
+/// are exact in f32/f64 and a lost or misrouted result changes the sum.
+fn submitter_item(t: usize, j: usize) -> (f32, f32) {
+    ((t % 7) as f32, (j % 5) as f32)
+}
+
+/// The checksum the results of `tasks × per_task` items must add up to with `a`.
+fn expected_sum(a: f32, tasks: usize, per_task: usize) -> f64 {
+    let mut s = 0.0;
+    for t in 0..tasks {
+        for j in 0..per_task {
+            let (x, y) = submitter_item(t, j);
+            s += f64::from(a * x + y);
+        }
+    }
+    s
+}
+
+/// One task's loop, generic over the submit (the Batcher's or the peer's).
+async fn submitter<F, Fut>(t: usize, per_task: usize, sample: bool, submit: F) -> Pass
+where
+    F: Fn((f32, f32)) -> Fut,
+    Fut: std::future::Future<Output = f32>,
+{
+    let mut pass = Pass { sum: 0.0, latencies: Vec::with_capacity(if sample { per_task } else { 0 }) };
+    for j in 0..per_task {
+        let item = submitter_item(t, j);
+        if sample {
+            let t0 = Instant::now();
+            pass.sum += f64::from(submit(item).await);
+            pass.latencies.push(t0.elapsed().as_nanos() as u64);
+        } else {
+            pass.sum += f64::from(submit(item).await);
+        }
+    }
+    pass
+}
+
+/// Merges the passes of every task: the checksum and the latencies.
+fn merge(passes: impl IntoIterator<Item = Pass>) -> Pass {
+    let mut all = Pass { sum: 0.0, latencies: Vec::new() };
+    for p in passes {
+        all.sum += p.sum;
+        all.latencies.extend(p.latencies);
+    }
+    all
+}
+
+fn submitters_gmprt(
+    rt: &gmprt::Runtime,
+    b: &Batcher<Saxpy>,
+    tasks: usize,
+    per_task: usize,
+    sample: bool,
+) -> Pass {
+    let b = b.clone();
+    common::run_gmprt(rt, async move {
+        let hs: Vec<_> = (0..tasks)
+            .map(|t| {
+                let b = b.clone();
+                gmprt::spawn(async move {
+                    submitter(t, per_task, sample, |it| {
+                        let s = b.submit(it);
+                        async move { s.await.expect("offload") }
+                    })
+                    .await
+                })
+            })
+            .collect();
+        let mut passes = Vec::with_capacity(tasks);
+        for h in hs {
+            passes.push(h.await.expect("task"));
+        }
+        merge(passes)
+    })
+}
+
+fn submitters_tokio(
+    rt: &tokio::runtime::Runtime,
+    b: &TokioBatcher,
+    tasks: usize,
+    per_task: usize,
+    sample: bool,
+) -> Pass {
+    let b = b.clone();
+    common::run_tokio(rt, async move {
+        let hs: Vec<_> = (0..tasks)
+            .map(|t| {
+                let b = b.clone();
+                tokio::spawn(async move { submitter(t, per_task, sample, |it| b.submit(it)).await })
+            })
+            .collect();
+        let mut passes = Vec::with_capacity(tasks);
+        for h in hs {
+            passes.push(h.await.expect("task"));
+        }
+        merge(passes)
+    })
+}
+
+/// p50 and p99 of `ns`, in microseconds.
+fn p50_p99(ns: &mut [u64]) -> (f64, f64) {
+    ns.sort_unstable();
+    let at = |q: f64| ns[((ns.len() - 1) as f64 * q) as usize] as f64 / 1e3;
+    (at(0.50), at(0.99))
+}
+
+/// `offload_submitters`: 1,000 tasks × 1,000 items (a service's long-lived tasks) and
+/// 10,000 × 100, the Batcher (Host device) against the tokio peer, `max_batch` 1024,
+/// `max_delay` 0 on both. After each pair, one more pass of each with every item's latency
+/// taken in its task prints p50/p99 beside the throughput.
+fn submitters(c: &mut Criterion) {
+    let procs = common::procs();
+    let grt = common::gmprt_rt(procs);
+    let trt = common::tokio_rt(procs);
+    let kernel = Saxpy { a: 3.0 };
+    let (max_batch, max_delay) = (1024, Duration::ZERO);
+    let cfg = BatcherConfig { max_batch, max_delay, ..BatcherConfig::default() };
+    let b = Batcher::new(kernel, &Device::host(), cfg).expect("batcher");
+    let peer = {
+        let _g = trt.enter();
+        TokioBatcher::start(kernel, max_batch, max_delay)
+    };
+    let mut g = c.benchmark_group("offload_submitters");
+    g.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
+    for (tasks, per_task) in [(1000usize, 1000usize), (10_000, 100)] {
+        let items = tasks * per_task;
+        let want = expected_sum(kernel.a, tasks, per_task);
+        // Checked once, untimed: every result arrives, right.
+        assert_eq!(submitters_gmprt(&grt, &b, tasks, per_task, false).sum, want);
+        assert_eq!(submitters_tokio(&trt, &peer, tasks, per_task, false).sum, want);
+        let id = format!("{tasks}x{per_task}/procs={procs}");
+        g.throughput(Throughput::Elements(items as u64));
+        g.bench_function(BenchmarkId::new("gmprt", &id), |bn| {
+            bn.iter(|| submitters_gmprt(&grt, &b, tasks, per_task, false))
+        });
+        g.bench_function(BenchmarkId::new("tokio", &id), |bn| {
+            bn.iter(|| submitters_tokio(&trt, &peer, tasks, per_task, false))
+        });
+        let before = b.stats();
+        let mut gl = submitters_gmprt(&grt, &b, tasks, per_task, true).latencies;
+        let after = b.stats();
+        let mut tl = submitters_tokio(&trt, &peer, tasks, per_task, true).latencies;
+        let ((g50, g99), (t50, t99)) = (p50_p99(&mut gl), p50_p99(&mut tl));
+        println!(
+            "offload_submitters/{id}: latency p50/p99 gmprt {g50:.1}/{g99:.1} µs, tokio {t50:.1}/{t99:.1} µs; gmprt {:.0} items per launch",
+            (after.items - before.items) as f64 / (after.launches - before.launches).max(1) as f64
+        );
+    }
+    g.finish();
+    b.shutdown();
+}
+
+criterion_group!(benches, submitters, offload);
 criterion_main!(benches);
