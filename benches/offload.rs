@@ -338,5 +338,38 @@ fn submitters(c: &mut Criterion) {
     b.shutdown();
 }
 
-criterion_group!(benches, submitters, offload);
+/// `offload_book`: one task owns a book of 1M Black-Scholes contracts and prices it through the
+/// Batcher with one `submit_many` (max_batch 1M: one piece, one wake), against the bulk launch
+/// of the same contracts including its copies (staging the words, H2D, kernel, D2H: what a
+/// caller without a Batcher does), Host device, same run.
+fn book(c: &mut Criterion) {
+    let procs = common::procs();
+    let rt = common::gmprt_rt(procs);
+    let chain: Vec<Contract> = synthetic_chain(MAX_N, 11);
+    let dev = Device::host();
+    let cfg = BatcherConfig { max_batch: MAX_N, max_delay: Duration::ZERO, in_flight: 1, ..BatcherConfig::default() };
+    let b = Batcher::new(BlackScholes, &dev, cfg).expect("batcher");
+    let mut g = c.benchmark_group("offload_book");
+    g.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
+    g.throughput(Throughput::Elements(MAX_N as u64));
+    let id = format!("{MAX_N}/procs={procs}");
+    g.bench_function(BenchmarkId::new("submit_many", &id), |bn| {
+        bn.iter(|| {
+            let (b, book) = (b.clone(), chain.clone());
+            let out = common::run_gmprt(&rt, async move { b.submit_many(book).await.expect("book") });
+            assert_eq!(out.len(), MAX_N);
+        })
+    });
+    let mut input = vec![0u32; MAX_N * IN_WORDS];
+    g.bench_function(BenchmarkId::new("bulk_with_copies", &id), |bn| {
+        bn.iter(|| {
+            stage_words(&chain, &mut input);
+            dev.run_bulk(&BlackScholes, MAX_N, &input, MAX_N * IN_WORDS, MAX_N * OUT_WORDS, false).expect("bulk run")
+        })
+    });
+    g.finish();
+    b.shutdown();
+}
+
+criterion_group!(benches, submitters, book, offload);
 criterion_main!(benches);
