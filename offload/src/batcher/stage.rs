@@ -39,9 +39,28 @@
 //! checks the word before it waits, so the notification cannot be lost.
 use super::Block;
 use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
+#[cfg(loom)]
+use {::loom::sync::atomic::AtomicU64, loom_sync::Mutex};
+#[cfg(not(loom))]
+use {parking_lot::Mutex, std::sync::atomic::AtomicU64};
+
+/// Under `--cfg loom` (the model at the end of this file), the lanes' locks and the word are
+/// loom's, so the model explores every interleaving of admission, take and close; a lock
+/// with `parking_lot`'s API (no poisoning) over loom's.
+#[cfg(loom)]
+mod loom_sync {
+    pub(crate) struct Mutex<T>(::loom::sync::Mutex<T>);
+    impl<T> Mutex<T> {
+        pub(crate) fn new(v: T) -> Self {
+            Mutex(::loom::sync::Mutex::new(v))
+        }
+        pub(crate) fn lock(&self) -> ::loom::sync::MutexGuard<'_, T> {
+            self.0.lock().expect("a model thread panicked while holding a lane")
+        }
+    }
+}
 
 const OPEN_BITS: u32 = 31;
 const OPEN_MASK: u64 = (1 << OPEN_BITS) - 1;
@@ -124,9 +143,13 @@ impl<I, O> Stage<I, O> {
     /// The caller's lane: its P's, or the shared last lane off an M (or for a P id beyond
     /// this Batcher's lanes, from another runtime).
     pub(super) fn lane(&self) -> &Mutex<Lane<I, O>> {
+        self.lane_of(gmprt_runtime::procid())
+    }
+
+    /// The lane of P `procid` (`None`, or a P beyond this Batcher's lanes: the last one).
+    fn lane_of(&self, procid: Option<usize>) -> &Mutex<Lane<I, O>> {
         let last = self.lanes.len() - 1;
-        let i = gmprt_runtime::procid().map_or(last, |p| if p < last { p } else { last });
-        &self.lanes[i]
+        &self.lanes[procid.map_or(last, |p| p.min(last))]
     }
 
     /// Step 1 (`reserved == false`) or 2 (`true`) for `n` items: the CAS on the word. The
@@ -241,7 +264,7 @@ impl<I, O> Stage<I, O> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
@@ -264,5 +287,153 @@ mod tests {
         assert!(s.close());
         assert!(!s.close());
         assert_eq!(s.admit(1, false), Err(Refused::Closed));
+    }
+}
+
+/// loom models of steps 1-5: `RUSTFLAGS="--cfg loom" cargo test -p gmprt-offload --lib
+/// --release stage::loom` (CI runs them at `LOOM_MAX_PREEMPTIONS=2`). The submitters, the
+/// worker and the closer below are the parent module's code paths reduced to the calls on
+/// this module (`enter` is lock lane → `admit` → push; a worker's take and its waiter
+/// hand-off run under `central`, here a loom mutex).
+#[cfg(all(test, loom))]
+mod loom {
+    use super::*;
+    use ::loom::sync::atomic::AtomicBool;
+    use ::loom::sync::Mutex as Central;
+    use ::loom::thread;
+    use std::collections::VecDeque;
+
+    /// Step 1 on lane `lane`: under the lane's lock, admit then push.
+    fn enter(s: &Stage<u32, u32>, lane: usize, item: u32, reserved: bool) -> Result<(), Refused> {
+        let mut l = s.lane_of(Some(lane)).lock();
+        s.admit(1, reserved)?;
+        l.items.push(item);
+        let w = s.word();
+        assert!(
+            w.open() + w.reserved() <= s.max_batch,
+            "bounded: {} open + {} reserved",
+            w.open(),
+            w.reserved()
+        );
+        Ok(())
+    }
+
+    /// A worker's loop: takes whatever is open until closed and drained; every batch it takes
+    /// holds at most `max_batch` items.
+    fn worker(s: &Stage<u32, u32>) -> Vec<u32> {
+        let mut taken = Vec::new();
+        loop {
+            let w = s.word();
+            if w.open() > 0 {
+                let mut batch = Vec::new();
+                let n = s.take(&mut batch, &mut Vec::new());
+                assert!(n <= s.max_batch && n == batch.len());
+                taken.extend(batch);
+            } else if w.closed() {
+                return taken;
+            } else {
+                thread::yield_now();
+            }
+        }
+    }
+
+    /// Two Ps submit (2 items and 1) while a worker takes and the main thread shuts down:
+    /// every admitted item is taken exactly once, every refused one never, and nothing is
+    /// admitted after the close.
+    #[test]
+    fn accept_take_close_loses_nothing() {
+        ::loom::model(|| {
+            let s = Arc::new(Stage::<u32, u32>::new(2, 2));
+            let p0 = {
+                let s = s.clone();
+                thread::spawn(move || [1, 2].map(|i| enter(&s, 0, i, false).is_ok()))
+            };
+            let p1 = {
+                let s = s.clone();
+                thread::spawn(move || enter(&s, 1, 3, false).is_ok())
+            };
+            let w = {
+                let s = s.clone();
+                thread::spawn(move || worker(&s))
+            };
+            assert!(s.close());
+            // After the close nothing enters.
+            assert_eq!(enter(&s, 1, 4, false), Err(Refused::Closed));
+            let [a1, a2] = p0.join().unwrap();
+            let a3 = p1.join().unwrap();
+            let mut taken = w.join().unwrap();
+            taken.sort_unstable();
+            let admitted: Vec<u32> =
+                [(1, a1), (2, a2), (3, a3)].iter().filter(|(_, a)| *a).map(|(i, _)| *i).collect();
+            assert_eq!(taken, admitted, "taken exactly the admitted items");
+            assert_eq!(s.word().open(), 0);
+        });
+    }
+
+    /// Backpressure (step 4), `max_batch` 1 and one item open: a submit refused for room
+    /// queues under `central`; a newcomer races it; the worker takes the batch and, under
+    /// `central`, hands the room to the queued waiter. The waiter, once given room, always
+    /// enters (nobody took its reservation), and the room is never exceeded.
+    #[test]
+    fn a_woken_waiter_always_finds_its_room() {
+        ::loom::model(|| {
+            let s = Arc::new(Stage::<u32, u32>::new(2, 1));
+            enter(&s, 0, 0, false).unwrap();
+            // `central`: the queued waiters (here at most one) and whether it was popped.
+            let central = Arc::new(Central::new(VecDeque::<u32>::new()));
+            let popped = Arc::new(AtomicBool::new(false));
+            let waiter = {
+                let (s, central, popped) = (s.clone(), central.clone(), popped.clone());
+                thread::spawn(move || {
+                    if enter(&s, 1, 1, false).is_ok() {
+                        return true;
+                    }
+                    {
+                        let mut c = central.lock().unwrap();
+                        // Re-check under `central` (the slow path's enter).
+                        if enter(&s, 1, 1, false).is_ok() {
+                            return true;
+                        }
+                        c.push_back(1);
+                        s.set_waiters();
+                    }
+                    while !popped.load(Acquire) {
+                        thread::yield_now();
+                    }
+                    enter(&s, 1, 1, true).expect("a popped waiter holds a reservation");
+                    true
+                })
+            };
+            let newcomer = {
+                let s = s.clone();
+                thread::spawn(move || enter(&s, 0, 2, false).is_ok())
+            };
+            // The worker: takes whatever is open, then (under `central`) hands the room to
+            // the queued waiter, until the waiter has entered.
+            let mut waiter_in = false;
+            while !waiter_in {
+                let mut batch = Vec::new();
+                s.take(&mut batch, &mut Vec::new());
+                waiter_in |= batch.contains(&1);
+                let mut c = central.lock().unwrap();
+                if !c.is_empty() {
+                    let got = s.reserve(c.len(), true);
+                    for _ in 0..got {
+                        c.pop_front();
+                        // Release: pairs with the waiter's Acquire; its reservation is on the
+                        // word before it looks.
+                        popped.store(true, Release);
+                    }
+                }
+                drop(c);
+                if !waiter_in {
+                    thread::yield_now();
+                }
+            }
+            assert!(waiter.join().unwrap());
+            let _ = newcomer.join().unwrap();
+            let w = s.word();
+            assert!(w.open() + w.reserved() <= 1);
+        });
     }
 }
