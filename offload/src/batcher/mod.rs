@@ -67,7 +67,9 @@
 //! 2. *Close.* An idle worker, under `central`, takes the open items when they fill the batch,
 //!    or at shutdown, or flush, or when the oldest item's deadline has passed — with
 //!    `max_delay = 0` (Triton's default) whenever it is free and anything is open; otherwise
-//!    it waits on the condvar (until the deadline when a batch is open). Taking locks every
+//!    it waits on the condvar (until the deadline when a batch is open). A worker with nothing
+//!    open polls the admission word for a few tens of µs before it parks (Go's spinning M),
+//!    re-checking under `central` after. Taking locks every
 //!    lane, moves their items into the worker's spare `Vec` (capacity `max_batch`, no
 //!    allocation) and their blocks into the batch, and hands the free room to the front
 //!    waiters (reserved on the word, woken after the lock is released).
@@ -208,6 +210,15 @@ pub const IN_FLIGHT_LIMIT: usize = 64;
 pub const MAX_DELAY_LIMIT: Duration = Duration::from_secs(3600);
 /// Largest staging buffer (words, input or output) one slot may need: 4 GiB.
 pub const SLOT_WORDS_LIMIT: usize = 1 << 30;
+
+/// How long an idle worker polls for a batch before it parks on the condvar: 64 rounds, the
+/// first 8 busy (`spin_loop`, ~0.1 µs in all) and the rest `sched_yield`s (~0.3-1 µs each,
+/// more when other threads run): tens of µs, about one Host batch cycle. Parking right away
+/// cost a futex sleep and a wake per batch, as much again as the batch (perf,
+/// `offload_submitters`).
+const SPIN_ROUNDS: usize = 64;
+/// Of [`SPIN_ROUNDS`], how many only `spin_loop` (see there).
+const SPIN_BUSY_ROUNDS: usize = 8;
 
 thread_local! {
     /// True on the slot worker threads of every Batcher: a shutdown called there does not
@@ -915,6 +926,24 @@ impl<K: BatchKernel> Shared<K> {
         }
     }
 
+    /// A worker about to park: polls the admission word for up to [`SPIN_ROUNDS`] rounds
+    /// (a few busy ones, then `sched_yield`s) and returns early once anything is open or the
+    /// Batcher is closed. Without `central`: the caller re-checks under it before it parks,
+    /// so a notification sent meanwhile is not lost (see "Why no deadlock").
+    fn spin_for_work(&self) {
+        for round in 0..SPIN_ROUNDS {
+            let w = self.stage.word();
+            if w.open() > 0 || w.closed() {
+                return;
+            }
+            if round < SPIN_BUSY_ROUNDS {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
     /// Waits until a batch may close, then takes it (step 2): the lanes' items are moved into
     /// `items` (empty on entry) and the wakers of the waiters given room are pushed to
     /// `wake`. `None` once the Batcher is closed and nothing is open.
@@ -922,11 +951,19 @@ impl<K: BatchKernel> Shared<K> {
         debug_assert!(items.is_empty());
         let max_batch = self.config.max_batch;
         let mut c = self.central.lock();
+        let mut spun = false;
         loop {
             let w = self.stage.word();
             if w.open() == 0 {
                 if w.closed() {
                     return None;
+                }
+                if !spun {
+                    // Spin before parking (as Go's spinning Ms do): a batch cycle is a few µs
+                    // on the Host device, and a futex sleep + wake per batch costs as much.
+                    spun = true;
+                    parking_lot::MutexGuard::unlocked(&mut c, || self.spin_for_work());
+                    continue;
                 }
                 self.work.wait(&mut c);
                 continue;
