@@ -231,6 +231,62 @@ fn zero_delay_closes_at_once() {
     assert_eq!(rt(1).block_on(b.submit(3)), Ok(mix(3)));
 }
 
+/// `max_delay = 0` on a runtime: the batch a task opens closes once the tasks already
+/// runnable on its P have run (the `closer` module), not at the first item. With one P, a
+/// root task spawns 100 submitters (all runnable before any runs): one launch of 100 items.
+#[test]
+fn zero_delay_batches_the_tasks_runnable_when_it_opened() {
+    let b = Batcher::new(Mix::default(), &Device::host(), cfg(1000, Duration::ZERO, 2)).unwrap();
+    let rt = rt(1);
+    let b2 = b.clone();
+    let outs = rt.block_on(async move {
+        gmprt_offload::runtime::spawn(async move {
+            let hs: Vec<_> = (0..100u32)
+                .map(|x| {
+                    let b = b2.clone();
+                    gmprt_offload::runtime::spawn(async move { b.submit(x).await })
+                })
+                .collect();
+            let mut outs = Vec::new();
+            for h in hs {
+                outs.push(h.await.expect("task").expect("item"));
+            }
+            outs
+        })
+        .await
+        .expect("root")
+    });
+    assert_eq!(outs, (0..100).map(mix).collect::<Vec<_>>());
+    let tl = b.timelines();
+    assert_eq!(
+        tl.iter().map(|t| t.n).collect::<Vec<_>>(),
+        vec![100],
+        "one batch of every runnable task's item"
+    );
+    assert_eq!(tl[0].closed_by, CloseReason::Deadline);
+}
+
+/// The closer lives on the runtime that first opened a batch; once that runtime is gone,
+/// batches close at once (submits from a plain thread) and the next task on another runtime
+/// starts a new closer. Nothing waits for the dead one.
+#[test]
+fn zero_delay_survives_the_closers_runtime() {
+    let b = Batcher::new(Mix::default(), &Device::host(), cfg(1000, Duration::ZERO, 1)).unwrap();
+    let one = |rt: &Runtime, x: u32| {
+        let b = b.clone();
+        rt.block_on(async move { gmprt_offload::runtime::spawn(async move { b.submit(x).await }).await })
+            .expect("task")
+    };
+    let rt1 = rt(1);
+    assert_eq!(one(&rt1, 1), Ok(mix(1)));
+    drop(rt1);
+    let rt2 = rt(1);
+    // `block_on` polls on this thread, not an M: no closer is started from here.
+    assert_eq!(rt2.block_on(b.submit(2)), Ok(mix(2)));
+    assert_eq!(one(&rt2, 3), Ok(mix(3)));
+    assert_eq!(b.stats().items, 3);
+}
+
 #[test]
 fn flush_closes_the_open_batch() {
     let b = Batcher::new(Mix::default(), &Device::host(), cfg(1000, LONG, 2)).unwrap();

@@ -66,10 +66,14 @@
 //!    at once; a submit refused for room queues for it (below).
 //! 2. *Close.* An idle worker, under `central`, takes the open items when they fill the batch,
 //!    or at shutdown, or flush, or when the oldest item's deadline has passed — with
-//!    `max_delay = 0` (Triton's default) whenever it is free and anything is open; otherwise
-//!    it waits on the condvar (until the deadline when a batch is open). A worker with nothing
+//!    `max_delay = 0` (Triton's default) whenever it is free and anything is open — on a
+//!    runtime, once the batch's *closer* released it: a small task woken by the batch's
+//!    first admission that yields once, so the tasks already runnable on that P submit into
+//!    the batch first (see the `closer` module; without a runtime, at once); otherwise it
+//!    waits on the condvar (until the deadline when a batch is open). A worker with nothing
 //!    open polls the admission word for a few tens of µs before it parks (Go's spinning M),
-//!    re-checking under `central` after. Taking locks every
+//!    re-checking under `central` after. Room reserved for waiters does not make a batch
+//!    full (they are about to enter it). Taking locks every
 //!    lane, moves their items into the worker's spare `Vec` (capacity `max_batch`, no
 //!    allocation) and their blocks into the batch, and hands the free room to the front
 //!    waiters (reserved on the word, woken after the lock is released).
@@ -169,8 +173,14 @@
 //! followed by a notify under `central`, where the worker re-checks the word and `opened`
 //! before waiting. Task wakeups likewise: a waker is stored under the lock that guards the
 //! condition it waits for (`central` for room, the block lock for `done`), and the party
-//! that changes the condition takes the wakers under that same lock. Nothing a worker waits
-//! for depends on a runtime thread making progress.
+//! that changes the condition takes the wakers under that same lock. One thing a worker
+//! waits for depends on a runtime making progress: the closer's release (`max_delay = 0`,
+//! batch not full). The closer is a task woken by the admission that arms it, and should its
+//! runtime stop, the task's drop clears `started` under `central` and notifies: the workers
+//! then take at once. Nothing else a worker waits for depends on a runtime thread.
+//! A waiter popped by a worker learns it from `served` (an atomic: every ticket below it
+//! was popped, as waiters leave in ticket order) and enters on its reservation without
+//! `central`.
 use crate::backend::{host_available, MemoryNeed, Slot};
 use crate::device::Device;
 use crate::error::OffloadError;
@@ -178,6 +188,7 @@ use crate::jobs::BatchKernel;
 use crate::model::CostModel;
 use crate::timeline::{BatchTimeline, BatcherStats, CloseReason, PlacementDecision, Report, TimelineLog};
 
+mod closer;
 mod latency;
 mod many;
 mod placement;
@@ -352,6 +363,8 @@ impl<K: BatchKernel> Drop for Owner<K> {
 }
 
 struct Shared<K: BatchKernel> {
+    /// This `Shared`'s own `Arc`, weakly (`Arc::new_cyclic`): for the closer task it starts.
+    me: std::sync::Weak<Shared<K>>,
     kernel: K,
     device: Device,
     config: BatcherConfig,
@@ -364,6 +377,9 @@ struct Shared<K: BatchKernel> {
     work: Condvar,
     /// Sequence number of the next batch taken (workers only, under `central`).
     next_batch: AtomicU64,
+    /// Every waiter ticket below this was popped and holds a reservation (waiters leave the
+    /// queue in ticket order; stored under `central` by `pop_waiters`, read without it).
+    served: AtomicU64,
     /// Slots running a batch: a gauge for [`Batcher::occupancy`] only, synchronises nothing,
     /// hence `Relaxed` everywhere.
     busy: AtomicUsize,
@@ -397,6 +413,8 @@ struct Central {
     flush: bool,
     /// The trace flow arrow from the open batch's first `submit` (tracing only).
     flow: Option<u64>,
+    /// When a batch may close with `max_delay = 0` on a runtime (the `closer` module).
+    closer: closer::Closer,
 }
 
 /// The result entries of the items one lane accepted for one batch: shared by the worker
@@ -592,7 +610,8 @@ impl<K: BatchKernel> Batcher<K> {
         }
         let cpu_rt = config.runtime.clone().or_else(gmprt_runtime::Handle::try_current);
         let trace = gmprt_runtime::trace::current().or_else(|| cpu_rt.as_ref()?.trace_recorder());
-        let shared = Arc::new(Shared {
+        let shared = Arc::new_cyclic(|me| Shared {
+            me: me.clone(),
             stage: stage::Stage::new(lanes, config.max_batch),
             cpu_rt,
             kernel,
@@ -605,9 +624,11 @@ impl<K: BatchKernel> Batcher<K> {
                 opened: None,
                 flush: false,
                 flow: None,
+                closer: closer::Closer::default(),
             }),
             work: Condvar::new(),
             next_batch: AtomicU64::new(0),
+            served: AtomicU64::new(0),
             busy: AtomicUsize::new(0),
             rejected_invalid: AtomicU64::new(0),
             rejected_closed: AtomicU64::new(0),
@@ -659,6 +680,14 @@ impl<K: BatchKernel> Batcher<K> {
             return Submit { state: SubmitState::Failed(Some(e)) };
         }
         let mut item = Some(item);
+        let w = shared.stage.word();
+        if !w.closed() && (w.waiters() || w.open() + w.reserved() >= shared.config.max_batch) {
+            // No room now (the admission would refuse it): queue at the first poll without
+            // touching the lane.
+            return Submit {
+                state: SubmitState::Waiting { shared: shared.clone(), item, ticket: None, submitted },
+            };
+        }
         match shared.enter_one(None, &mut item, submitted, false) {
             Ok((block, index)) => Submit { state: SubmitState::Accepted { block, index } },
             Err(EnterError::Refused(stage::Refused::Closed)) => {
@@ -851,8 +880,14 @@ impl<K: BatchKernel> Shared<K> {
         drop(l);
         if admitted.first || admitted.full {
             match central {
-                Some(c) => self.announce(c, admitted),
-                None => self.announce(&mut self.central.lock(), admitted),
+                Some(c) => {
+                    self.announce(c, admitted, false);
+                }
+                None => {
+                    if self.announce(&mut self.central.lock(), admitted, true) == closer::Armed::Start {
+                        self.start_closer();
+                    }
+                }
             }
         }
         Ok((block, index))
@@ -860,20 +895,38 @@ impl<K: BatchKernel> Shared<K> {
 
     /// After an admission that opened (`first`) or filled the batch: stamps the open batch
     /// and notifies an idle worker, under `central` (held by the caller).
-    fn announce(&self, c: &mut Central, admitted: stage::Admitted) {
+    fn announce(&self, c: &mut Central, admitted: stage::Admitted, may_start: bool) -> closer::Armed {
+        let mut armed = closer::Armed::No;
         if admitted.first {
             // Tracing: one arrow per batch, from the submit that opens it (see `trace`); it
             // starts before the batch's `opened`, where the trace draws its queue wait.
             c.flow = self.trace.as_ref().map(trace::submit_flow);
             c.opened = Some(Instant::now());
+            if self.config.max_delay.is_zero() {
+                let on_runtime = may_start && gmprt_runtime::procid().is_some();
+                armed = c.closer.arm(on_runtime);
+                if armed != closer::Armed::No && !admitted.full {
+                    // The closer tells a worker when the runnable tasks have had their turn.
+                    return armed;
+                }
+            }
         }
         self.work.notify_one();
+        armed
     }
 
     /// Closes the Batcher (first call only), then joins the workers.
     fn shutdown(&self) {
         if self.stage.close() {
-            let waiters: Vec<Waker> = self.central.lock().waiters.drain(..).map(|(_, w)| w).collect();
+            let (waiters, closer) = {
+                let mut c = self.central.lock();
+                let waiters: Vec<Waker> = c.waiters.drain(..).map(|(_, w)| w).collect();
+                (waiters, c.closer.waker.take())
+            };
+            // The closer sees the closed bit and exits.
+            if let Some(w) = closer {
+                w.wake();
+            }
             self.work.notify_all();
             for w in waiters {
                 w.wake();
@@ -976,13 +1029,18 @@ impl<K: BatchKernel> Shared<K> {
                 continue;
             };
             let now = Instant::now();
-            let reason = if w.open() + w.reserved() >= max_batch {
+            let reason = if w.open() >= max_batch {
                 CloseReason::Full
             } else if w.closed() {
                 CloseReason::Shutdown
             } else if c.flush {
                 CloseReason::Flush
             } else if self.config.max_delay.is_zero() {
+                if c.closer.holds() {
+                    // Not before the tasks runnable when it opened have run (`closer`).
+                    self.work.wait(&mut c);
+                    continue;
+                }
                 // Triton's default: a free slot takes whatever is queued.
                 CloseReason::Deadline
             } else {
@@ -1005,12 +1063,13 @@ impl<K: BatchKernel> Shared<K> {
             debug_assert!(moved > 0, "open > 0 under central, and only workers take (under central)");
             c.opened = None;
             c.flush = false;
+            c.closer.taken();
             let flow = c.flow.take();
             // Room goes to the front waiters first (step 4 of the `stage` module).
             if !c.waiters.is_empty() {
                 let k = c.waiters.len();
                 let got = self.stage.reserve(k, true);
-                wake.extend(c.waiters.drain(..got).map(|(_, w)| w));
+                wake.extend(self.pop_waiters(&mut c, got));
             }
             drop(c);
             let seq = self.next_batch.fetch_add(1, Ordering::Relaxed);

@@ -34,8 +34,10 @@
 //!    `open == 0`: nothing can enter any more, and everything that entered was taken.
 //!
 //! Who tells an idle worker: the submit whose CAS makes `open` go 0 → 1 (a batch opens: it
-//! also stamps `opened`, from which the deadline runs) and the one that makes
-//! `open + reserved` reach `max_batch` (full). Both notify under `central`, where the worker
+//! also stamps `opened`, from which the deadline runs) and the one that makes `open` reach
+//! `max_batch` (full). Room reserved for woken waiters does not make a batch full: they are
+//! runnable and about to enter it (closing at `open + reserved = max_batch` took batches of
+//! one item while thousands of waiters cycled, each first entry closing a "full" batch). Both notify under `central`, where the worker
 //! checks the word before it waits, so the notification cannot be lost.
 use super::Block;
 use crossbeam_utils::CachePadded;
@@ -180,7 +182,7 @@ impl<I, O> Stage<I, O> {
                     Word(prev),
                     if reserved { Word(prev - RESERVED_ONE + 1) } else { Word(prev + n as u64) },
                 );
-                Ok(Admitted { first: p.open() == 0, full: now.open() + now.reserved() >= max })
+                Ok(Admitted { first: p.open() == 0, full: now.open() >= max })
             }
             Err(w) if Word(w).closed() => Err(Refused::Closed),
             Err(_) => Err(Refused::NoRoom),
@@ -279,8 +281,9 @@ mod tests {
         s.word.fetch_sub(2, AcqRel);
         assert_eq!(s.reserve(1, true), 1);
         assert!(!s.word().waiters());
-        // A newcomer may use the unreserved room, not the reserved unit.
-        assert_eq!(s.admit(1, false), Ok(Admitted { first: false, full: true }));
+        // A newcomer may use the unreserved room, not the reserved unit; the batch is full
+        // only once the reserved item is in too.
+        assert_eq!(s.admit(1, false), Ok(Admitted { first: false, full: false }));
         assert_eq!(s.admit(1, false), Err(Refused::NoRoom));
         assert_eq!(s.admit(1, true), Ok(Admitted { first: false, full: true }));
         assert_eq!((s.word().open(), s.word().reserved()), (3, 0));

@@ -125,6 +125,30 @@ impl<K: BatchKernel> Future for Submit<K> {
                     return Poll::Ready(out);
                 }
                 SubmitState::Waiting { shared, item, ticket, submitted } => {
+                    // Popped by a worker (waiters leave in ticket order, so every ticket below
+                    // `served` was popped): it holds a reservation, and enters without
+                    // `central`.
+                    if let (Some(t), Some(_)) = (*ticket, item.as_ref()) {
+                        if t < shared.served.load(Ordering::Acquire) {
+                            match shared.enter_one(None, item, *submitted, true) {
+                                Ok((block, index)) => {
+                                    this.state = SubmitState::Accepted { block, index };
+                                    continue;
+                                }
+                                Err(EnterError::Refused(_)) => {
+                                    // A reservation is refused only once closed.
+                                    shared.rejected_closed.fetch_add(1, Ordering::Relaxed);
+                                    this.state = SubmitState::Done;
+                                    return Poll::Ready(Err(OffloadError::Closed));
+                                }
+                                Err(EnterError::Memory(e)) => {
+                                    shared.pass_reservation();
+                                    this.state = SubmitState::Done;
+                                    return Poll::Ready(Err(e));
+                                }
+                            }
+                        }
+                    }
                     let mut c = shared.central.lock();
                     let reserved = match *ticket {
                         None => false,
@@ -194,9 +218,31 @@ impl<K: BatchKernel> Drop for Submit<K> {
 }
 
 impl<K: BatchKernel> Shared<K> {
+    /// Pops the `n` front waiters (under `central`, each given a reservation by the caller)
+    /// and publishes `served` past the last one's ticket, so each finds out without
+    /// `central` that it was popped. Returns their wakers.
+    pub(super) fn pop_waiters<'c>(
+        &self,
+        c: &'c mut super::Central,
+        n: usize,
+    ) -> impl Iterator<Item = Waker> + 'c {
+        debug_assert!(n <= c.waiters.len());
+        if let Some(&(t, _)) = n.checked_sub(1).and_then(|last| c.waiters.get(last)) {
+            // Release: pairs with the Acquire loads in `poll` and `leave_queue`; the
+            // reservation (on the word, before this) is visible to a waiter that sees it.
+            self.served.store(t + 1, Ordering::Release);
+        }
+        c.waiters.drain(..n).map(|(_, w)| w)
+    }
+
     /// A waiting submit with ticket `t` goes away: out of the queue if still in it, else it
     /// holds a reservation, which passes to the next waiter (or back to the room).
     pub(super) fn leave_queue(&self, t: u64) {
+        if t < self.served.load(Ordering::Acquire) {
+            // Popped: it holds a reservation.
+            self.pass_reservation();
+            return;
+        }
         let mut c = self.central.lock();
         if let Some(pos) = queued(&c.waiters, t) {
             c.waiters.remove(pos);
@@ -216,7 +262,7 @@ impl<K: BatchKernel> Shared<K> {
         if self.stage.word().closed() {
             return;
         }
-        let next = c.waiters.pop_front().map(|(_, w)| w);
+        let next = self.pop_waiters(&mut c, 1).next();
         match &next {
             Some(_) if c.waiters.is_empty() => self.stage.clear_waiters(),
             Some(_) => {}
