@@ -7,6 +7,18 @@
 //! block size that is a multiple of 32, at most 1024.
 
 /// One `.cu` source and the kernels (extern "C" functions) it defines.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::{CudaSource, SAXPY};
+///
+/// let s: CudaSource = SAXPY;
+/// assert_eq!(s.name, "saxpy");
+/// for f in s.functions {
+///     assert!(s.src.contains(&format!("__global__ void {f}(")));
+/// }
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct CudaSource {
     /// Module name (file stem).
@@ -19,23 +31,86 @@ pub struct CudaSource {
 
 /// `gmprt_black_scholes(spot, strike, t, rate, vol, kind, price, delta, gamma, vega, theta,
 /// rho, int n)`: price and Greeks per contract (see [`crate::black_scholes`]).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::{BLACK_SCHOLES, FN_BLACK_SCHOLES};
+///
+/// assert!(BLACK_SCHOLES.functions.contains(&FN_BLACK_SCHOLES));
+/// assert!(BLACK_SCHOLES.src.contains(FN_BLACK_SCHOLES));
+/// ```
 pub const FN_BLACK_SCHOLES: &str = "gmprt_black_scholes";
 /// `gmprt_pi_hits(u64 seed, u64 blocks, u64* hits)`: adds the hits of Philox blocks
 /// `0..blocks` of stream [`TAG_PI`](crate::philox::TAG_PI) to `*hits`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::{FN_PI_HITS, MONTE_CARLO};
+///
+/// assert!(MONTE_CARLO.functions.contains(&FN_PI_HITS));
+/// assert!(MONTE_CARLO.src.contains(FN_PI_HITS));
+/// ```
 pub const FN_PI_HITS: &str = "gmprt_pi_hits";
 /// `gmprt_option_paths(u64 seed, f32 spot, f32 strike, f32 t, f32 rate, f32 vol, int is_call,
 /// u64 blocks, f64* sums)`: adds the discounted payoff sum and sum of squares of paths from
 /// blocks `0..blocks` of stream [`TAG_PATHS`](crate::philox::TAG_PATHS) to `sums[0..2]`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::{FN_OPTION_PATHS, MONTE_CARLO};
+///
+/// assert!(MONTE_CARLO.functions.contains(&FN_OPTION_PATHS));
+/// assert!(MONTE_CARLO.src.contains(FN_OPTION_PATHS));
+/// ```
 pub const FN_OPTION_PATHS: &str = "gmprt_option_paths";
 /// `gmprt_saxpy(int n, f32 a, const f32* x, const f32* y, f32* out)`: `out = a·x + y`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::{FN_SAXPY, SAXPY};
+///
+/// assert_eq!(SAXPY.functions, &[FN_SAXPY]);
+/// assert!(SAXPY.src.contains(FN_SAXPY));
+/// ```
 pub const FN_SAXPY: &str = "gmprt_saxpy";
 /// `gmprt_empty()`: does nothing (launch-overhead calibration).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::{CALIB, FN_EMPTY};
+///
+/// assert!(CALIB.functions.contains(&FN_EMPTY));
+/// assert!(CALIB.src.contains(FN_EMPTY));
+/// ```
 pub const FN_EMPTY: &str = "gmprt_empty";
 /// `gmprt_copy(const float4* src, float4* dst, size_t n4)`: device-to-device copy of `n4`
 /// 16-byte vectors (bandwidth calibration).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::{CALIB, FN_COPY};
+///
+/// assert!(CALIB.functions.contains(&FN_COPY));
+/// assert!(CALIB.src.contains(FN_COPY));
+/// ```
 pub const FN_COPY: &str = "gmprt_copy";
 
 /// Black-Scholes price and Greeks (`kernels/cuda/black_scholes.cu`).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::BLACK_SCHOLES;
+///
+/// assert_eq!(BLACK_SCHOLES.name, "black_scholes");
+/// assert!(BLACK_SCHOLES.src.contains("extern \"C\""));
+/// ```
 pub const BLACK_SCHOLES: CudaSource = CudaSource {
     name: "black_scholes",
     src: include_str!("../cuda/black_scholes.cu"),
@@ -43,6 +118,15 @@ pub const BLACK_SCHOLES: CudaSource = CudaSource {
 };
 
 /// Philox4x32-10 Monte Carlo: π hits and option path sums (`kernels/cuda/monte_carlo.cu`).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::MONTE_CARLO;
+///
+/// assert_eq!(MONTE_CARLO.functions.len(), 2);
+/// assert!(!MONTE_CARLO.src.contains('\0'), "NVRTC takes a C string");
+/// ```
 pub const MONTE_CARLO: CudaSource = CudaSource {
     name: "monte_carlo",
     src: include_str!("../cuda/monte_carlo.cu"),
@@ -50,17 +134,53 @@ pub const MONTE_CARLO: CudaSource = CudaSource {
 };
 
 /// SAXPY, out of place (`kernels/cuda/saxpy.cu`).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::SAXPY;
+///
+/// assert!(SAXPY.src.contains("__global__ void gmprt_saxpy("));
+/// ```
 pub const SAXPY: CudaSource =
     CudaSource { name: "saxpy", src: include_str!("../cuda/saxpy.cu"), functions: &[FN_SAXPY] };
 
 /// Calibration kernels: empty launch and device copy (`kernels/cuda/calib.cu`).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::CALIB;
+///
+/// assert_eq!(CALIB.functions, &["gmprt_empty", "gmprt_copy"]);
+/// ```
 pub const CALIB: CudaSource =
     CudaSource { name: "calib", src: include_str!("../cuda/calib.cu"), functions: &[FN_EMPTY, FN_COPY] };
 
 /// Every embedded source, each name once.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::ALL;
+///
+/// let mut names: Vec<&str> = ALL.iter().map(|s| s.name).collect();
+/// names.sort_unstable();
+/// names.dedup();
+/// assert_eq!(names, ["black_scholes", "calib", "monte_carlo", "saxpy"]);
+/// ```
 pub const ALL: &[CudaSource] = &[BLACK_SCHOLES, MONTE_CARLO, SAXPY, CALIB];
 
 /// The source whose module name is `name`, if any.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::{by_name, FN_PI_HITS};
+///
+/// assert!(by_name("monte_carlo").unwrap().functions.contains(&FN_PI_HITS));
+/// assert!(by_name("nope").is_none());
+/// ```
 pub fn by_name(name: &str) -> Option<&'static CudaSource> {
     ALL.iter().find(|s| s.name == name)
 }

@@ -10,6 +10,17 @@
 use std::sync::OnceLock;
 
 /// An instruction-set level the CPU kernels have a build for.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::Isa;
+///
+/// // Levels are ordered: every CPU runs the portable build.
+/// assert!(Isa::Scalar < Isa::Avx2 && Isa::Avx2 < Isa::Avx512);
+/// assert!(Isa::Scalar.is_available());
+/// assert!(Isa::detect() >= Isa::Scalar);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Isa {
     /// Portable code (whatever the target's baseline gives).
@@ -44,6 +55,17 @@ fn hardware_best() -> Isa {
 
 impl Isa {
     /// The best level this CPU supports (cached), lowered by `GMPRT_ISA` if set.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::Isa;
+    ///
+    /// let isa = Isa::detect();
+    /// assert!(isa.is_available());
+    /// assert!(Isa::available().contains(&isa));
+    /// assert_eq!(Isa::detect(), isa); // cached
+    /// ```
     pub fn detect() -> Isa {
         static DETECTED: OnceLock<Isa> = OnceLock::new();
         *DETECTED.get_or_init(|| {
@@ -66,17 +88,47 @@ impl Isa {
 
     /// Every level this CPU can run, lowest first. Not lowered by `GMPRT_ISA`: tests use it to
     /// compare every build the machine can execute.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::Isa;
+    ///
+    /// let all = Isa::available();
+    /// assert_eq!(all[0], Isa::Scalar);
+    /// assert!(all.windows(2).all(|w| w[0] < w[1])); // lowest first
+    /// assert!(all.iter().all(|i| i.is_available()));
+    /// ```
     pub fn available() -> Vec<Isa> {
         let hw = hardware_best();
         [Isa::Scalar, Isa::Avx2, Isa::Avx512].into_iter().filter(|&i| i <= hw).collect()
     }
 
     /// True when this CPU can run code built for `self`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::Isa;
+    ///
+    /// assert!(Isa::Scalar.is_available());
+    /// // Availability is monotone: AVX-512 implies AVX2.
+    /// assert!(!Isa::Avx512.is_available() || Isa::Avx2.is_available());
+    /// ```
     pub fn is_available(self) -> bool {
         self <= hardware_best()
     }
 
     /// Lower-case name: `scalar`, `avx2`, `avx512`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::Isa;
+    ///
+    /// assert_eq!(Isa::Avx512.name(), "avx512");
+    /// assert_eq!(Isa::parse(Isa::Avx2.name()), Some(Isa::Avx2));
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Isa::Scalar => "scalar",
@@ -87,6 +139,16 @@ impl Isa {
 
     /// The level named `s` (as [`Isa::name`] spells it, case-insensitive, surrounding spaces
     /// ignored), or `None`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::Isa;
+    ///
+    /// assert_eq!(Isa::parse(" AVX2 "), Some(Isa::Avx2));
+    /// assert_eq!(Isa::parse("scalar"), Some(Isa::Scalar));
+    /// assert_eq!(Isa::parse("sse4"), None);
+    /// ```
     pub fn parse(s: &str) -> Option<Isa> {
         match s.trim().to_ascii_lowercase().as_str() {
             "scalar" => Some(Isa::Scalar),
@@ -97,6 +159,16 @@ impl Isa {
     }
 
     /// Lanes of f32 one vector register holds at this level (1 for scalar).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::Isa;
+    ///
+    /// assert_eq!(Isa::Scalar.f32_lanes(), 1);
+    /// assert_eq!(Isa::Avx2.f32_lanes() * 32, 256); // one ymm register
+    /// assert_eq!(Isa::Avx512.f32_lanes() * 32, 512); // one zmm register
+    /// ```
     pub fn f32_lanes(self) -> usize {
         match self {
             Isa::Scalar => 1,

@@ -57,6 +57,19 @@
 #![allow(clippy::excessive_precision)]
 
 /// Multiply-add `a·b + c`: fused when `FMA` (one rounding), else two roundings.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::math::fmadd;
+///
+/// assert_eq!(fmadd::<false>(2.0, 3.0, 1.0), 7.0);
+/// // a·a = 1 + 2⁻¹¹ + 2⁻²⁴: the unfused product rounds the 2⁻²⁴ away, the fused one keeps it.
+/// let a = 1.0 + 2f32.powi(-12);
+/// let c = -(1.0 + 2f32.powi(-11));
+/// assert_eq!(fmadd::<false>(a, a, c), 0.0);
+/// assert_eq!(fmadd::<true>(a, a, c), 2f32.powi(-24));
+/// ```
 #[inline(always)]
 pub fn fmadd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
     if FMA {
@@ -68,6 +81,14 @@ pub fn fmadd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
 
 /// Whether the plain (non-`_with`) functions use fused multiply-adds: true when the crate is
 /// compiled with the `fma` target feature (e.g. `-C target-cpu=native` on a recent x86).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::math::{exp, exp_with, DEFAULT_FMA};
+///
+/// assert_eq!(exp(0.7), exp_with::<DEFAULT_FMA>(0.7));
+/// ```
 pub const DEFAULT_FMA: bool = cfg!(target_feature = "fma");
 
 /// 1.5·2²³: adding it to |y| < 2²² rounds y to an integer (round-half-even) in the low mantissa bits.
@@ -83,11 +104,33 @@ const EXP_LO: f32 = -87.336_54;
 /// ln(2^127.5): keeps n ≤ 127 so that 2ⁿ is one normal f32 (e^x ≤ 2.4e38 < f32::MAX).
 const EXP_HI: f32 = 88.376_26;
 /// 1/√(2π).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::math::{norm_pdf, INV_SQRT_2PI};
+///
+/// assert!((INV_SQRT_2PI as f64 - 1.0 / (2.0 * std::f64::consts::PI).sqrt()).abs() < 3e-8);
+/// assert!((norm_pdf(0.0) - INV_SQRT_2PI).abs() < 1e-7);
+/// ```
 pub const INV_SQRT_2PI: f32 = 0.398_942_3;
 
 /// e^(hi + lo) for a pair whose sum is the argument, `|lo|` small (≤ 0.05): `lo` is added after
 /// the range reduction, so it carries bits `hi` cannot. `hi` may be any value: below
 /// `EXP_LO` the result is +0, above `EXP_HI` it is e^`EXP_HI` ≈ 2.4e38.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::math::exp_hl_with;
+///
+/// // The low part carries what `hi` cannot: e^(1 + 1e-3).
+/// let got = exp_hl_with::<false>(1.0, 1e-3) as f64;
+/// assert!((got / 1.001f64.exp() - 1.0).abs() < 2e-7);
+/// // Underflow flushes to exactly 0; overflow clamps below f32::MAX.
+/// assert_eq!(exp_hl_with::<false>(-100.0, 0.0), 0.0);
+/// assert!(exp_hl_with::<false>(1000.0, 0.0).is_finite());
+/// ```
 #[inline(always)]
 pub fn exp_hl_with<const FMA: bool>(hi: f32, lo: f32) -> f32 {
     let x = hi.clamp(EXP_LO, EXP_HI);
@@ -117,18 +160,52 @@ pub fn exp_hl_with<const FMA: bool>(hi: f32, lo: f32) -> f32 {
 }
 
 /// e^x (see the module table for the error bound; clamped, never ∞ or NaN for non-NaN x).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::math::exp_with;
+///
+/// for x in [-20.0f32, -1.0, 0.0, 0.5, 10.0, 80.0] {
+///     let (fused, plain) = (exp_with::<true>(x) as f64, exp_with::<false>(x) as f64);
+///     let want = (x as f64).exp();
+///     assert!((fused / want - 1.0).abs() < 1.2e-7 && (plain / want - 1.0).abs() < 1.2e-7, "{x}");
+/// }
+/// ```
 #[inline(always)]
 pub fn exp_with<const FMA: bool>(x: f32) -> f32 {
     exp_hl_with::<FMA>(x, 0.0)
 }
 
 /// e^x with [`DEFAULT_FMA`].
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::math::exp;
+///
+/// assert_eq!(exp(0.0), 1.0);
+/// assert!((exp(1.0) as f64 / std::f64::consts::E - 1.0).abs() < 1.2e-7);
+/// assert_eq!(exp(-90.0), 0.0); // below ln(f32::MIN_POSITIVE): no subnormals
+/// ```
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
     exp_with::<DEFAULT_FMA>(x)
 }
 
 /// Natural logarithm of a positive normal f32 (see the module table).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::math::ln_with;
+///
+/// for x in [0.5f32, 0.9, 1.1, 2.0] {
+///     let want = (x as f64).ln();
+///     assert!((ln_with::<true>(x) as f64 - want).abs() < 5e-8, "{x}");
+///     assert!((ln_with::<false>(x) as f64 - want).abs() < 5e-8, "{x}");
+/// }
+/// ```
 #[inline(always)]
 pub fn ln_with<const FMA: bool>(x: f32) -> f32 {
     // Offset the bits by those of √½ so that the exponent field counts from [√½, √2).
@@ -153,6 +230,16 @@ pub fn ln_with<const FMA: bool>(x: f32) -> f32 {
 }
 
 /// ln x with [`DEFAULT_FMA`].
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::math::ln;
+///
+/// assert_eq!(ln(1.0), 0.0);
+/// assert!((ln(2.0) as f64 - std::f64::consts::LN_2).abs() < 5e-8);
+/// assert!((ln(1e20) as f64 / 1e20f64.ln() - 1.0).abs() < 1e-7);
+/// ```
 #[inline(always)]
 pub fn ln(x: f32) -> f32 {
     ln_with::<DEFAULT_FMA>(x)
@@ -173,12 +260,33 @@ fn pdf_abs<const FMA: bool>(a: f32) -> f32 {
 const NORM_CLAMP: f32 = 14.0;
 
 /// φ(x) = e^(−x²/2)/√(2π).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::math::{norm_pdf_f64, norm_pdf_with};
+///
+/// for x in [-3.0f32, -0.5, 1.0, 8.0] {
+///     let want = norm_pdf_f64(x as f64);
+///     assert!((norm_pdf_with::<false>(x) as f64 / want - 1.0).abs() < 2.5e-7, "{x}");
+/// }
+/// assert_eq!(norm_pdf_with::<true>(20.0), 0.0); // below f32's normal range
+/// ```
 #[inline(always)]
 pub fn norm_pdf_with<const FMA: bool>(x: f32) -> f32 {
     pdf_abs::<FMA>(x.abs().min(NORM_CLAMP))
 }
 
 /// φ(x) with [`DEFAULT_FMA`].
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::math::{norm_pdf, norm_pdf_f64};
+///
+/// assert_eq!(norm_pdf(1.5), norm_pdf(-1.5));
+/// assert!((norm_pdf(1.0) as f64 / norm_pdf_f64(1.0) - 1.0).abs() < 2.5e-7);
+/// ```
 #[inline(always)]
 pub fn norm_pdf(x: f32) -> f32 {
     norm_pdf_with::<DEFAULT_FMA>(x)
@@ -186,6 +294,19 @@ pub fn norm_pdf(x: f32) -> f32 {
 
 /// (Φ(x), Φ(−x), φ(x)) for one exponential: both tails are accurate (Φ(−x) = 1 − Φ(x) without
 /// the cancellation).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::math::{norm_cdf2_pdf_with, norm_cdf_f64};
+///
+/// // Deep in the lower tail: Φ(−5) ≈ 2.87e-7 keeps its relative accuracy, and 1 − Φ(5) too.
+/// let (lo, hi, _) = norm_cdf2_pdf_with::<false>(-5.0);
+/// assert!((lo as f64 / norm_cdf_f64(-5.0) - 1.0).abs() < 5e-7);
+/// let (_, upper, _) = norm_cdf2_pdf_with::<false>(5.0);
+/// assert_eq!(upper, lo);
+/// assert!((hi as f64 - norm_cdf_f64(5.0)).abs() < 2.5e-7);
+/// ```
 #[inline(always)]
 pub fn norm_cdf2_pdf_with<const FMA: bool>(x: f32) -> (f32, f32, f32) {
     let a = x.abs().min(NORM_CLAMP);
@@ -212,6 +333,16 @@ pub fn norm_cdf2_pdf_with<const FMA: bool>(x: f32) -> (f32, f32, f32) {
 }
 
 /// (Φ(x), φ(x)) for one exponential.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::math::{norm_cdf2_pdf_with, norm_cdf_pdf_with};
+///
+/// let (cdf, pdf) = norm_cdf_pdf_with::<true>(0.3);
+/// let (cdf2, _, pdf2) = norm_cdf2_pdf_with::<true>(0.3);
+/// assert_eq!((cdf, pdf), (cdf2, pdf2));
+/// ```
 #[inline(always)]
 pub fn norm_cdf_pdf_with<const FMA: bool>(x: f32) -> (f32, f32) {
     let (c, _, p) = norm_cdf2_pdf_with::<FMA>(x);
@@ -219,23 +350,64 @@ pub fn norm_cdf_pdf_with<const FMA: bool>(x: f32) -> (f32, f32) {
 }
 
 /// Φ(x), the standard normal CDF (see the module table for the tail accuracy).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::math::{norm_cdf_f64, norm_cdf_with};
+///
+/// for x in [-8.0f32, -1.0, 0.0, 1.96, 6.0] {
+///     let want = norm_cdf_f64(x as f64);
+///     assert!((norm_cdf_with::<true>(x) as f64 - want).abs() <= 2.5e-7, "{x}");
+/// }
+/// assert_eq!(norm_cdf_with::<false>(20.0), 1.0);
+/// ```
 #[inline(always)]
 pub fn norm_cdf_with<const FMA: bool>(x: f32) -> f32 {
     norm_cdf2_pdf_with::<FMA>(x).0
 }
 
 /// Φ(x) with [`DEFAULT_FMA`].
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::math::norm_cdf;
+///
+/// assert!((norm_cdf(0.0) - 0.5).abs() < 2.5e-7);
+/// assert!((norm_cdf(1.959_964) - 0.975).abs() < 3e-7); // 2.5e-7 plus x's rounding
+/// ```
 #[inline(always)]
 pub fn norm_cdf(x: f32) -> f32 {
     norm_cdf_with::<DEFAULT_FMA>(x)
 }
 
 /// Φ(x) in f64 from `libm::erfc` (full double accuracy in both tails): the tests' yardstick.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::math::norm_cdf_f64;
+///
+/// assert_eq!(norm_cdf_f64(0.0), 0.5);
+/// assert!((norm_cdf_f64(1.959_963_984_540_054) - 0.975).abs() < 1e-14);
+/// // erfc keeps the far tail: Φ(−10) ≈ 7.62e-24, not 0.
+/// assert!((norm_cdf_f64(-10.0) / 7.619_853_024_160_527e-24 - 1.0).abs() < 1e-12);
+/// ```
 pub fn norm_cdf_f64(x: f64) -> f64 {
     0.5 * libm::erfc(-x * std::f64::consts::FRAC_1_SQRT_2)
 }
 
 /// φ(x) in f64.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::math::norm_pdf_f64;
+///
+/// assert_eq!(norm_pdf_f64(0.0), 1.0 / (2.0 * std::f64::consts::PI).sqrt());
+/// assert_eq!(norm_pdf_f64(2.0), norm_pdf_f64(-2.0));
+/// ```
 pub fn norm_pdf_f64(x: f64) -> f64 {
     (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt()
 }

@@ -27,6 +27,17 @@ use crate::philox::{block, unit_f32, unit_open_f32, TAG_PATHS, TAG_PI};
 use crate::Isa;
 
 /// The π hit test of one block (both points); exact integer arithmetic.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::monte_carlo::pi_block_hits;
+///
+/// // (0, 0) is inside the quarter circle; (2²⁴ − 1, 2²⁴ − 1) is outside.
+/// assert_eq!(pi_block_hits([0, 0, 0, 0]), 2);
+/// assert_eq!(pi_block_hits([0, 0, u32::MAX, u32::MAX]), 1);
+/// assert_eq!(pi_block_hits([u32::MAX; 4]), 0);
+/// ```
 #[inline(always)]
 pub fn pi_block_hits(w: [u32; 4]) -> u64 {
     const R2: u64 = 1 << 48;
@@ -59,6 +70,19 @@ unsafe fn pi_avx2(seed: u64, first_block: u64, blocks: u64) -> u64 {
 }
 
 /// Hits among the `2 * blocks` points of blocks `first_block .. first_block + blocks`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::monte_carlo::{pi_hits, PiEstimate};
+///
+/// let (seed, blocks) = (42, 4096);
+/// let hits = pi_hits(seed, 0, blocks);
+/// // Deterministic, and splittable into chunks that add up exactly.
+/// assert_eq!(hits, pi_hits(seed, 0, 1000) + pi_hits(seed, 1000, blocks - 1000));
+/// let est = PiEstimate { hits, samples: 2 * blocks };
+/// assert!((est.pi() - std::f64::consts::PI).abs() < 5.0 * est.std_error());
+/// ```
 pub fn pi_hits(seed: u64, first_block: u64, blocks: u64) -> u64 {
     pi_hits_isa(Isa::detect(), seed, first_block, blocks)
 }
@@ -67,6 +91,18 @@ pub fn pi_hits(seed: u64, first_block: u64, blocks: u64) -> u64 {
 ///
 /// # Panics
 /// If `isa` is not available on this CPU.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::monte_carlo::pi_hits_isa;
+/// use gmprt_kernels::Isa;
+///
+/// let want = pi_hits_isa(Isa::Scalar, 7, 100, 500);
+/// for isa in Isa::available() {
+///     assert_eq!(pi_hits_isa(isa, 7, 100, 500), want, "{}", isa.name());
+/// }
+/// ```
 pub fn pi_hits_isa(isa: Isa, seed: u64, first_block: u64, blocks: u64) -> u64 {
     assert!(isa.is_available(), "ISA {} is not available on this CPU", isa.name());
     match isa {
@@ -83,6 +119,17 @@ pub fn pi_hits_isa(isa: Isa, seed: u64, first_block: u64, blocks: u64) -> u64 {
 }
 
 /// A π estimate: `4 * hits / samples`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::monte_carlo::PiEstimate;
+///
+/// let est = PiEstimate { hits: 3, samples: 4 };
+/// assert_eq!(est.pi(), 3.0);
+/// // 4·sqrt(p(1 − p)/n) with p = 3/4, n = 4.
+/// assert!((est.std_error() - 4.0 * (0.75f64 * 0.25 / 4.0).sqrt()).abs() < 1e-15);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PiEstimate {
     /// Points inside the quarter circle.
@@ -93,10 +140,28 @@ pub struct PiEstimate {
 
 impl PiEstimate {
     /// 4 · hits / samples.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::monte_carlo::PiEstimate;
+    ///
+    /// assert_eq!(PiEstimate { hits: 785, samples: 1000 }.pi(), 3.14);
+    /// ```
     pub fn pi(&self) -> f64 {
         4.0 * self.hits as f64 / self.samples as f64
     }
     /// Standard error of [`PiEstimate::pi`]: `4·sqrt(p(1 − p)/samples)` with p = hits/samples.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::monte_carlo::PiEstimate;
+    ///
+    /// // Four times the samples halve the error.
+    /// let (small, big) = (PiEstimate { hits: 75, samples: 100 }, PiEstimate { hits: 300, samples: 400 });
+    /// assert!((small.std_error() / big.std_error() - 2.0).abs() < 1e-12);
+    /// ```
     pub fn std_error(&self) -> f64 {
         let p = self.hits as f64 / self.samples as f64;
         4.0 * (p * (1.0 - p) / self.samples as f64).sqrt()
@@ -104,6 +169,20 @@ impl PiEstimate {
 }
 
 /// The four standard normals of one path block, in the documented order.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::monte_carlo::block_normals;
+/// use gmprt_kernels::philox::{block, unit_open_f32, TAG_PATHS};
+///
+/// let w = block(1, TAG_PATHS, 0);
+/// let z = block_normals(w);
+/// assert!(z.iter().all(|v| v.is_finite()));
+/// // Box-Muller: z0² + z1² = −2·ln(u1).
+/// let r2 = -2.0 * unit_open_f32(w[0]).ln();
+/// assert!((z[0] * z[0] + z[1] * z[1] - r2).abs() < 1e-5 * r2.max(1.0));
+/// ```
 #[inline]
 pub fn block_normals(w: [u32; 4]) -> [f32; 4] {
     const TWO_PI: f32 = std::f32::consts::TAU;
@@ -116,6 +195,24 @@ pub fn block_normals(w: [u32; 4]) -> [f32; 4] {
 
 /// Sum of discounted payoffs and of their squares over paths of blocks
 /// `first_block .. first_block + blocks`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{reference, Contract, OptionKind};
+/// use gmprt_kernels::monte_carlo::{mc_price, option_paths_sum};
+///
+/// let c = Contract { spot: 100.0, strike: 100.0, t: 1.0, rate: 0.05, vol: 0.2, kind: OptionKind::Call };
+/// let blocks = 4096; // 4 paths per block
+/// let (sum, sum_sq) = option_paths_sum(3, &c, 0, blocks);
+/// let mc = mc_price(sum, sum_sq, 4 * blocks);
+/// // Agrees with the closed form within 5 standard errors.
+/// assert!((mc.price - reference(&c).price).abs() < 5.0 * mc.std_error);
+/// // Chunks add up (to rounding of the f64 sums).
+/// let (a, _) = option_paths_sum(3, &c, 0, 1000);
+/// let (b, _) = option_paths_sum(3, &c, 1000, blocks - 1000);
+/// assert!((a + b - sum).abs() < 1e-9 * sum);
+/// ```
 pub fn option_paths_sum(seed: u64, c: &Contract, first_block: u64, blocks: u64) -> (f64, f64) {
     let drift = (c.rate - 0.5 * c.vol * c.vol) * c.t;
     let diffusion = c.vol * c.t.sqrt();
@@ -136,6 +233,15 @@ pub fn option_paths_sum(seed: u64, c: &Contract, first_block: u64, blocks: u64) 
 }
 
 /// A Monte Carlo price with its standard error.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::monte_carlo::{mc_price, McPrice};
+///
+/// let p: McPrice = mc_price(4.0, 10.0, 2); // payoffs 1 and 3
+/// assert_eq!(p, McPrice { price: 2.0, std_error: 1.0, paths: 2 });
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct McPrice {
     /// Mean discounted payoff.
@@ -151,6 +257,18 @@ pub struct McPrice {
 /// `price = sum/paths`; `std_error = sqrt((sum_sq/paths − price²)/(paths − 1))` (the sample
 /// variance, clamped at 0 against rounding, over paths − 1). With no paths the price is 0, and
 /// with fewer than two the standard error is +∞ (nothing is known about the spread).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::monte_carlo::mc_price;
+///
+/// // Payoffs 1 and 3: mean 2, sample variance 2, standard error sqrt(2/2) = 1.
+/// let p = mc_price(1.0 + 3.0, 1.0 + 9.0, 2);
+/// assert_eq!((p.price, p.std_error), (2.0, 1.0));
+/// assert_eq!(mc_price(5.0, 25.0, 1).std_error, f64::INFINITY);
+/// assert_eq!(mc_price(0.0, 0.0, 0).price, 0.0);
+/// ```
 pub fn mc_price(sum: f64, sum_sq: f64, paths: u64) -> McPrice {
     if paths == 0 {
         return McPrice { price: 0.0, std_error: f64::INFINITY, paths };

@@ -11,8 +11,25 @@
 //! key is bumped by the Weyl constants `0x9E3779B9` (golden ratio) and `0xBB67AE85` (√3 − 1).
 
 /// Stream tag for π sampling.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::philox::{block, TAG_PATHS, TAG_PI};
+///
+/// // The same seed and block draw different numbers in the two streams.
+/// assert_ne!(block(9, TAG_PI, 0), block(9, TAG_PATHS, 0));
+/// ```
 pub const TAG_PI: u32 = 0;
 /// Stream tag for option paths.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::philox::{block, philox4x32_10, seed_key, TAG_PATHS};
+///
+/// assert_eq!(block(5, TAG_PATHS, 2), philox4x32_10([2, 0, TAG_PATHS, 0], seed_key(5)));
+/// ```
 pub const TAG_PATHS: u32 = 1;
 
 /// Philox4x32 multiplier for words 0/1.
@@ -31,6 +48,17 @@ fn mulhilo(a: u32, b: u32) -> (u32, u32) {
 }
 
 /// Ten rounds of Philox4x32 on `ctr` under `key`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::philox::philox4x32_10;
+///
+/// // Random123's known-answer vector for a zero counter and key.
+/// assert_eq!(philox4x32_10([0; 4], [0; 2]), [0x6627_e8d5, 0xe169_c58d, 0xbc57_ac4c, 0x9b00_dbd8]);
+/// // A counter-based generator: any block, in any order, from the counter alone.
+/// assert_ne!(philox4x32_10([1, 0, 0, 0], [0; 2]), philox4x32_10([0; 4], [0; 2]));
+/// ```
 #[inline(always)]
 pub fn philox4x32_10(ctr: [u32; 4], key: [u32; 2]) -> [u32; 4] {
     let [mut c0, mut c1, mut c2, mut c3] = ctr;
@@ -48,22 +76,60 @@ pub fn philox4x32_10(ctr: [u32; 4], key: [u32; 2]) -> [u32; 4] {
 }
 
 /// Block `block` of stream `tag` under `seed` (the layout in the module docs).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::philox::{block, philox4x32_10, seed_key, TAG_PI};
+///
+/// let seed = 0x1234_5678_9abc_def0;
+/// let b = (7u64 << 32) | 3; // counter words 0 and 1 are the block's low and high halves
+/// assert_eq!(block(seed, TAG_PI, b), philox4x32_10([3, 7, TAG_PI, 0], seed_key(seed)));
+/// assert_eq!(block(seed, TAG_PI, b), block(seed, TAG_PI, b)); // deterministic
+/// ```
 #[inline(always)]
 pub fn block(seed: u64, tag: u32, block: u64) -> [u32; 4] {
     philox4x32_10([block as u32, (block >> 32) as u32, tag, 0], seed_key(seed))
 }
 
 /// Key words of a 64-bit seed: `[seed as u32, (seed >> 32) as u32]`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::philox::seed_key;
+///
+/// assert_eq!(seed_key(0x1234_5678_9abc_def0), [0x9abc_def0, 0x1234_5678]);
+/// ```
 pub fn seed_key(seed: u64) -> [u32; 2] {
     [seed as u32, (seed >> 32) as u32]
 }
 
 /// Uniform in [0, 1): the top 24 bits times 2⁻²⁴ (exact in f32).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::philox::unit_f32;
+///
+/// assert_eq!(unit_f32(0), 0.0);
+/// assert_eq!(unit_f32(0x8000_0000), 0.5);
+/// assert_eq!(unit_f32(u32::MAX), 1.0 - 2f32.powi(-24)); // never 1
+/// ```
 pub fn unit_f32(x: u32) -> f32 {
     (x >> 8) as f32 * (1.0 / 16_777_216.0)
 }
 
 /// Uniform in (0, 1]: `(top 24 bits + 1)` times 2⁻²⁴ (safe for ln).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::philox::unit_open_f32;
+///
+/// assert_eq!(unit_open_f32(0), 2f32.powi(-24)); // never 0, so ln is finite
+/// assert_eq!(unit_open_f32(u32::MAX), 1.0);
+/// ```
 pub fn unit_open_f32(x: u32) -> f32 {
     ((x >> 8) + 1) as f32 * (1.0 / 16_777_216.0)
 }

@@ -26,6 +26,18 @@ unsafe fn run_avx2(a: f32, x: &[f32], y: &mut [f32]) {
 }
 
 /// `y[i] = a * x[i] + y[i]`; lengths must match.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::saxpy::saxpy;
+///
+/// let x = [1.0, 2.0, 3.0, 4.0];
+/// let mut y = [10.0, 20.0, 30.0, 40.0];
+/// saxpy(2.0, &x, &mut y).unwrap();
+/// assert_eq!(y, [12.0, 24.0, 36.0, 48.0]);
+/// assert!(saxpy(2.0, &x, &mut y[1..]).is_err()); // lengths must match
+/// ```
 pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) -> Result<(), KernelError> {
     saxpy_isa(Isa::detect(), a, x, y)
 }
@@ -34,6 +46,21 @@ pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) -> Result<(), KernelError> {
 ///
 /// # Panics
 /// If `isa` is not available on this CPU.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::saxpy::saxpy_isa;
+/// use gmprt_kernels::Isa;
+///
+/// // 1037 elements: a vector body and a tail. Small integers are exact in every build.
+/// let x: Vec<f32> = (0..1037).map(|i| i as f32).collect();
+/// for isa in Isa::available() {
+///     let mut y = vec![1.0f32; x.len()];
+///     saxpy_isa(isa, -0.5, &x, &mut y).unwrap();
+///     assert!(y.iter().enumerate().all(|(i, &v)| v == 1.0 - 0.5 * i as f32), "{}", isa.name());
+/// }
+/// ```
 pub fn saxpy_isa(isa: Isa, a: f32, x: &[f32], y: &mut [f32]) -> Result<(), KernelError> {
     if x.len() != y.len() {
         return Err(KernelError::Shape { what: "y", expected: x.len(), got: y.len() });
@@ -55,6 +82,18 @@ pub fn saxpy_isa(isa: Isa, a: f32, x: &[f32], y: &mut [f32]) -> Result<(), Kerne
 
 /// Word-layout SAXPY: `input` is x then y (`2·n` words, f32 bits, stride `n`), `output` (`n`
 /// words) receives `a·x + y`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::saxpy::saxpy_words;
+///
+/// let (x, y) = ([1.0f32, 2.0, 3.0], [0.5f32, 0.5, 0.5]);
+/// let input: Vec<u32> = x.iter().chain(&y).map(|v| v.to_bits()).collect();
+/// let mut output = [0u32; 3];
+/// saxpy_words(3, 3.0, &input, &mut output).unwrap();
+/// assert_eq!(output.map(f32::from_bits), [3.5, 6.5, 9.5]);
+/// ```
 pub fn saxpy_words(n: usize, a: f32, input: &[u32], output: &mut [u32]) -> Result<(), KernelError> {
     if input.len() != 2 * n {
         return Err(KernelError::Shape { what: "input words", expected: 2 * n, got: input.len() });

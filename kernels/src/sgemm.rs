@@ -36,6 +36,17 @@ use crate::{Isa, KernelError};
 use std::ops::Range;
 
 /// Checks `a.len() == m*k`, `b.len() == k*n`, `c.len() == m*n`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::sgemm::check_shapes;
+/// use gmprt_kernels::KernelError;
+///
+/// // A is 2×3, B is 3×4, C is 2×4.
+/// assert!(check_shapes(2, 4, 3, 6, 12, 8).is_ok());
+/// assert_eq!(check_shapes(2, 4, 3, 6, 11, 8), Err(KernelError::Shape { what: "b", expected: 12, got: 11 }));
+/// ```
 pub fn check_shapes(m: usize, n: usize, k: usize, a: usize, b: usize, c: usize) -> Result<(), KernelError> {
     for (what, expected, got) in [("a", m * k, a), ("b", k * n, b), ("c", m * n, c)] {
         if expected != got {
@@ -46,6 +57,18 @@ pub fn check_shapes(m: usize, n: usize, k: usize, a: usize, b: usize, c: usize) 
 }
 
 /// The textbook triple loop (i, j, p), no blocking: the ladder's first rung.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::sgemm::sgemm_naive;
+///
+/// // [1 2; 3 4] · [5 6; 7 8] = [19 22; 43 50]
+/// let (a, b) = ([1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]);
+/// let mut c = [0.0; 4];
+/// sgemm_naive(2, 2, 2, &a, &b, &mut c).unwrap();
+/// assert_eq!(c, [19.0, 22.0, 43.0, 50.0]);
+/// ```
 pub fn sgemm_naive(
     m: usize,
     n: usize,
@@ -180,6 +203,19 @@ unsafe fn rows_avx2(n: usize, k: usize, a: &[f32], b: &[f32], rows: Range<usize>
 
 /// Computes rows `rows` of C into `c_rows` (`rows.len() * n` elements) with a cache-blocked,
 /// vectorised kernel; single-threaded. Shapes of `a` and `b` as in [`check_shapes`].
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::sgemm::sgemm_rows;
+///
+/// // Row 1 of [1 2; 3 4] · [5 6; 7 8] is [43 50].
+/// let (a, b) = ([1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]);
+/// let mut row = [0.0; 2];
+/// sgemm_rows(2, 2, 2, &a, &b, 1..2, &mut row).unwrap();
+/// assert_eq!(row, [43.0, 50.0]);
+/// assert!(sgemm_rows(2, 2, 2, &a, &b, 1..3, &mut row).is_err()); // rows past m
+/// ```
 pub fn sgemm_rows(
     m: usize,
     n: usize,
@@ -196,6 +232,25 @@ pub fn sgemm_rows(
 ///
 /// # Panics
 /// If `isa` is not available on this CPU.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::sgemm::{sgemm_naive, sgemm_rows_isa};
+/// use gmprt_kernels::Isa;
+///
+/// // 37×35 (register blocks plus every tail width), k = 9; small integers, so exact.
+/// let (m, n, k) = (37, 35, 9);
+/// let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 - 3.0).collect();
+/// let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 - 2.0).collect();
+/// let mut want = vec![0.0; m * n];
+/// sgemm_naive(m, n, k, &a, &b, &mut want).unwrap();
+/// for isa in Isa::available() {
+///     let mut c = vec![f32::NAN; m * n]; // old contents are overwritten
+///     sgemm_rows_isa(isa, m, n, k, &a, &b, 0..m, &mut c).unwrap();
+///     assert_eq!(c, want, "{}", isa.name());
+/// }
+/// ```
 #[allow(clippy::too_many_arguments)]
 pub fn sgemm_rows_isa(
     isa: Isa,
@@ -264,6 +319,19 @@ fn mm_call(rows: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32])
 /// The crate is `matrixmultiply` (see the module docs for the measurement and for why the
 /// threads are ours: `threads` contiguous row blocks of C, one single-threaded call each, on
 /// scoped threads; `threads = 0` means [`std::thread::available_parallelism`]).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::sgemm::sgemm_crate;
+///
+/// let (a, b) = ([1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]);
+/// for threads in [0, 1, 2] {
+///     let mut c = [0.0; 4];
+///     sgemm_crate(2, 2, 2, &a, &b, &mut c, threads).unwrap();
+///     assert_eq!(c, [19.0, 22.0, 43.0, 50.0]);
+/// }
+/// ```
 pub fn sgemm_crate(
     m: usize,
     n: usize,
@@ -305,6 +373,20 @@ pub fn sgemm_crate(
 /// `count` independent products C_i = A_i·B_i (each A_i m×k, B_i k×n, row-major), the CPU twin
 /// of a strided-batched cuBLAS call. Word layout: `input` = all A_i (`count·m·k` words, f32
 /// bits) then all B_i (`count·k·n`); `output` = all C_i (`count·m·n`). Single-threaded.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::sgemm::sgemm_batched_words;
+///
+/// // Two 2×2 products: A0 = I, A1 = 2I, with B0 = B1 = [5 6; 7 8].
+/// let a = [1.0f32, 0.0, 0.0, 1.0, 2.0, 0.0, 0.0, 2.0];
+/// let b = [5.0f32, 6.0, 7.0, 8.0, 5.0, 6.0, 7.0, 8.0];
+/// let input: Vec<u32> = a.iter().chain(&b).map(|v| v.to_bits()).collect();
+/// let mut output = [0u32; 8];
+/// sgemm_batched_words(2, 2, 2, 2, &input, &mut output).unwrap();
+/// assert_eq!(output.map(f32::from_bits), [5.0, 6.0, 7.0, 8.0, 10.0, 12.0, 14.0, 16.0]);
+/// ```
 pub fn sgemm_batched_words(
     count: usize,
     m: usize,

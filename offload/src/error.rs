@@ -4,6 +4,38 @@ use gmprt_kernels::{InvalidInput, KernelError};
 use std::fmt;
 
 /// Why an offload call failed. `Clone` so that one failed batch can fail each of its items.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::kernels::{InvalidInput, KernelError};
+/// use gmprt_offload::runtime::Runtime;
+/// use gmprt_offload::{Batcher, BatcherConfig, Device, OffloadError, Saxpy};
+///
+/// // A configuration out of range is refused when the Batcher is made...
+/// let bad = BatcherConfig { max_batch: 0, ..BatcherConfig::default() };
+/// match Batcher::new(Saxpy { a: 2.0 }, &Device::host(), bad) {
+///     Err(OffloadError::Config(m)) => assert!(m.contains("max_batch"), "{m}"),
+///     other => panic!("{other:?}"),
+/// }
+/// // ...an invalid item at submit, naming the field...
+/// let rt = Runtime::builder().procs(2).build().unwrap();
+/// let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+/// match rt.block_on(b.submit((1.0, f32::INFINITY))) {
+///     Err(OffloadError::Invalid(e)) => assert_eq!(e.field, "y"),
+///     other => panic!("{other:?}"),
+/// }
+/// // ...and any item after shutdown.
+/// b.shutdown();
+/// let closed = rt.block_on(b.submit((1.0, 1.0))).unwrap_err();
+/// assert_eq!(closed, OffloadError::Closed);
+/// assert_eq!(closed.to_string(), "the batcher is shut down; item not accepted");
+/// // A kernel's error converts with `?`; its Invalid case stays Invalid.
+/// let shape = KernelError::Shape { what: "y", expected: 2, got: 3 };
+/// assert_eq!(OffloadError::from(shape.clone()), OffloadError::Kernel(shape));
+/// let bad = InvalidInput { field: "vol", index: 1, value: -1.0, why: "volatility must be > 0" };
+/// assert!(matches!(OffloadError::from(KernelError::Invalid(bad)), OffloadError::Invalid(_)));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum OffloadError {
     /// A CUDA device was required (`GMPRT_DEVICE=cuda`, `Device::cuda`) but none is usable.

@@ -37,9 +37,44 @@ use std::fmt;
 use std::time::Duration;
 
 /// How many timelines a Batcher keeps (older ones are dropped; the aggregates keep counting).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::runtime::Runtime;
+/// use gmprt_offload::timeline::TIMELINE_CAPACITY;
+/// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+///
+/// let rt = Runtime::builder().procs(2).build().unwrap();
+/// let cfg = BatcherConfig { max_batch: 8, ..BatcherConfig::default() };
+/// let b = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), cfg).unwrap();
+/// rt.block_on(b.submit_many(vec![(1.0, 2.0); 64])).unwrap();
+/// // The ring keeps at most TIMELINE_CAPACITY batches; the report's window is the ring.
+/// let kept = b.timelines().len();
+/// assert!(kept >= 8 && kept <= TIMELINE_CAPACITY);
+/// assert_eq!(b.report().window, kept);
+/// ```
 pub const TIMELINE_CAPACITY: usize = 4096;
 
 /// Why a batch closed.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::runtime::Runtime;
+/// use gmprt_offload::{Batcher, BatcherConfig, CloseReason, Device, Saxpy};
+/// use std::time::Duration;
+///
+/// let rt = Runtime::builder().procs(2).build().unwrap();
+/// let cfg = BatcherConfig { max_batch: 4, max_delay: Duration::from_secs(60), ..BatcherConfig::default() };
+/// let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), cfg).unwrap();
+/// // Four items fill a batch: it closes as Full, long before its 60 s deadline.
+/// let ys = rt.block_on(b.submit_many((0..4).map(|i| (i as f32, 0.0)).collect())).unwrap();
+/// assert_eq!(ys, [0.0, 2.0, 4.0, 6.0]);
+/// let t = &b.timelines()[0];
+/// assert_eq!((t.n, t.closed_by), (4, CloseReason::Full));
+/// assert_eq!(b.stats().closed_full, 1);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CloseReason {
@@ -55,6 +90,15 @@ pub enum CloseReason {
 
 impl CloseReason {
     /// Lower-case name (`"full"`, `"deadline"`, `"flush"`, `"shutdown"`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::CloseReason;
+    ///
+    /// assert_eq!(CloseReason::Deadline.name(), "deadline");
+    /// assert_eq!(CloseReason::Shutdown.to_string(), "shutdown"); // Display is the name
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             CloseReason::Full => "full",
@@ -72,6 +116,25 @@ impl fmt::Display for CloseReason {
 }
 
 /// Which side ran a batch.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::runtime::Runtime;
+/// use gmprt_offload::{Batcher, BatcherConfig, Device, Placement, Saxpy, Side};
+/// use std::time::Duration;
+///
+/// let rt = Runtime::builder().procs(2).build().unwrap();
+/// let cfg = BatcherConfig { placement: Placement::Cpu, ..BatcherConfig::default() };
+/// let b = Batcher::new(Saxpy { a: 3.0 }, &Device::host(), cfg).unwrap();
+/// assert_eq!(rt.block_on(b.submit((1.0, 1.0))).unwrap(), 4.0);
+/// // A CPU-placed batch never reaches the device: no launch, no copies.
+/// let t = &b.timelines()[0];
+/// assert_eq!(t.placement, Side::Cpu);
+/// assert!(!t.launched && t.ok);
+/// assert_eq!((t.h2d, t.d2h, t.bytes_h2d), (Duration::ZERO, Duration::ZERO, 0));
+/// assert_eq!(b.stats().cpu_batches, 1);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
@@ -83,6 +146,15 @@ pub enum Side {
 
 impl Side {
     /// `"cpu"` or `"gpu"`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::Side;
+    ///
+    /// assert_eq!(Side::Cpu.name(), "cpu");
+    /// assert_eq!(Side::Gpu.to_string(), "gpu");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Side::Cpu => "cpu",
@@ -99,6 +171,28 @@ impl fmt::Display for Side {
 
 /// One [`Placement::Auto`](crate::Placement::Auto) decision: what the cost model predicted
 /// for each side, which it chose (the faster prediction), and what the chosen side measured.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::model::{CostModel, DeviceProfile};
+/// use gmprt_offload::runtime::Runtime;
+/// use gmprt_offload::{Batcher, BatcherConfig, Device, Placement, Saxpy, Side};
+/// use std::sync::Arc;
+///
+/// let rt = Runtime::builder().procs(2).build().unwrap();
+/// let model = Arc::new(CostModel::new(DeviceProfile::published_h100()));
+/// let cfg = BatcherConfig { placement: Placement::Auto, model: Some(model), ..BatcherConfig::default() };
+/// let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), cfg).unwrap();
+/// rt.block_on(b.submit_many(vec![(1.0, 1.0); 100])).unwrap();
+/// // One decision per batch, covering every item; the stats count the same choices.
+/// let ds = b.decisions();
+/// let s = b.stats();
+/// assert_eq!(ds.len() as u64, s.decisions);
+/// assert_eq!(ds.iter().map(|d| d.n).sum::<usize>(), 100);
+/// let on_cpu = ds.iter().filter(|d| d.chose == Side::Cpu).count() as u64;
+/// assert_eq!((s.decisions_cpu, s.cpu_batches), (on_cpu, on_cpu));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct PlacementDecision {
     /// The batch's sequence number.
@@ -117,6 +211,25 @@ pub struct PlacementDecision {
 
 impl PlacementDecision {
     /// The chosen side's prediction.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::timeline::PlacementDecision;
+    /// use gmprt_offload::Side;
+    /// use std::time::Duration;
+    ///
+    /// let us = Duration::from_micros;
+    /// let d = PlacementDecision {
+    ///     batch: 0,
+    ///     n: 1024,
+    ///     chose: Side::Cpu,
+    ///     predicted_gpu: us(40),
+    ///     predicted_cpu: us(10),
+    ///     measured: us(12),
+    /// };
+    /// assert_eq!(d.predicted(), us(10));
+    /// ```
     pub fn predicted(&self) -> Duration {
         match self.chose {
             Side::Cpu => self.predicted_cpu,
@@ -126,6 +239,27 @@ impl PlacementDecision {
 
     /// |predicted − measured| / measured for the chosen side (`None` if nothing was
     /// measured, e.g. the batch failed).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::timeline::PlacementDecision;
+    /// use gmprt_offload::Side;
+    /// use std::time::Duration;
+    ///
+    /// let us = Duration::from_micros;
+    /// let d = PlacementDecision {
+    ///     batch: 3,
+    ///     n: 4096,
+    ///     chose: Side::Gpu,
+    ///     predicted_gpu: us(30),
+    ///     predicted_cpu: us(50),
+    ///     measured: us(25),
+    /// };
+    /// // |30 − 25| / 25
+    /// assert!((d.rel_error().unwrap() - 0.2).abs() < 1e-12);
+    /// assert_eq!(PlacementDecision { measured: Duration::ZERO, ..d }.rel_error(), None);
+    /// ```
     pub fn rel_error(&self) -> Option<f64> {
         let m = self.measured.as_secs_f64();
         (m > 0.0).then(|| (self.predicted().as_secs_f64() - m).abs() / m)
@@ -133,6 +267,23 @@ impl PlacementDecision {
 }
 
 /// One batch, from its oldest item's arrival to the wake-up of its tasks.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::runtime::Runtime;
+/// use gmprt_offload::{Batcher, BatcherConfig, Device, DeviceKind, Saxpy, Side};
+///
+/// let rt = Runtime::builder().procs(2).build().unwrap();
+/// let cfg = BatcherConfig { max_batch: 16, ..BatcherConfig::default() };
+/// let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), cfg).unwrap();
+/// rt.block_on(b.submit_many(vec![(1.0, 1.0); 16])).unwrap();
+/// let t = &b.timelines()[0];
+/// assert_eq!((t.batch, t.n, t.device, t.placement), (0, 16, DeviceKind::Host, Side::Gpu));
+/// assert!(t.ok && t.launched && t.predicted.is_none());
+/// // SAXPY moves 2 words (x, y) in and 1 out per item.
+/// assert_eq!((t.bytes_h2d, t.bytes_d2h), (16 * 8, 16 * 4));
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct BatchTimeline {
     /// Sequence number (batches are numbered in the order they opened, from 0).
@@ -176,6 +327,19 @@ pub struct BatchTimeline {
 
 impl BatchTimeline {
     /// The device phases: h2d + kernel + d2h.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::runtime::Runtime;
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+    ///
+    /// let rt = Runtime::builder().procs(2).build().unwrap();
+    /// let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+    /// rt.block_on(b.submit((1.0, 1.0))).unwrap();
+    /// let t = &b.timelines()[0];
+    /// assert_eq!(t.device_time(), t.h2d + t.kernel + t.d2h);
+    /// ```
     pub fn device_time(&self) -> Duration {
         self.h2d + self.kernel + self.d2h
     }
@@ -183,6 +347,25 @@ impl BatchTimeline {
 
 /// Running aggregates over every batch a Batcher has finished (not only the retained ring).
 /// Durations are sums.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::runtime::Runtime;
+/// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+///
+/// let rt = Runtime::builder().procs(2).build().unwrap();
+/// let cfg = BatcherConfig { max_batch: 10, ..BatcherConfig::default() };
+/// let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), cfg).unwrap();
+/// rt.block_on(b.submit_many(vec![(1.0, 1.0); 25])).unwrap();
+/// // An invalid item is refused at submit and never enters a batch.
+/// assert!(rt.block_on(b.submit((f32::NAN, 1.0))).is_err());
+/// let s = b.stats();
+/// assert_eq!((s.items, s.failed_items, s.rejected_invalid), (25, 0, 1));
+/// assert!(s.batches >= 3 && s.max_n <= 10);
+/// assert_eq!(s.closed_full + s.closed_deadline + s.closed_flush + s.closed_shutdown, s.batches);
+/// assert_eq!(s.bytes_h2d, 25 * 8);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct BatcherStats {
     /// Batches finished (successful or failed).
@@ -235,6 +418,16 @@ pub struct BatcherStats {
 
 impl BatcherStats {
     /// Mean items per batch (0 with no batch).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::BatcherStats;
+    ///
+    /// assert_eq!(BatcherStats::default().items_per_batch(), 0.0);
+    /// let s = BatcherStats { batches: 4, items: 10, ..BatcherStats::default() };
+    /// assert_eq!(s.items_per_batch(), 2.5);
+    /// ```
     pub fn items_per_batch(&self) -> f64 {
         if self.batches == 0 {
             0.0
@@ -352,6 +545,25 @@ fn percentile(v: &[Duration], p: f64) -> Duration {
 }
 
 /// One phase's line in a [`Report`].
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::runtime::Runtime;
+/// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+///
+/// let rt = Runtime::builder().procs(2).build().unwrap();
+/// let cfg = BatcherConfig { max_batch: 4, ..BatcherConfig::default() };
+/// let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), cfg).unwrap();
+/// rt.block_on(b.submit_many(vec![(1.0, 1.0); 12])).unwrap();
+/// let r = b.report();
+/// let names: Vec<&str> = r.phases.iter().map(|p| p.phase).collect();
+/// assert_eq!(names, ["queue_wait", "staging", "h2d", "kernel", "d2h", "scatter"]);
+/// for p in &r.phases {
+///     assert_eq!(p.count, r.window);
+///     assert!(p.median <= p.p99 && p.p99 <= p.total);
+/// }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PhaseSummary {
     /// `queue_wait`, `staging`, `h2d`, `kernel`, `d2h` or `scatter`.
@@ -368,6 +580,26 @@ pub struct PhaseSummary {
 
 /// How far the cost model's predictions were from the measured times of the side it chose,
 /// over the decisions in the retained window: |predicted − measured| / measured.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::model::{CostModel, DeviceProfile};
+/// use gmprt_offload::runtime::Runtime;
+/// use gmprt_offload::{Batcher, BatcherConfig, Device, Placement, Saxpy};
+/// use std::sync::Arc;
+///
+/// let rt = Runtime::builder().procs(2).build().unwrap();
+/// let model = Arc::new(CostModel::new(DeviceProfile::published_h100()));
+/// let cfg = BatcherConfig { placement: Placement::Auto, model: Some(model), ..BatcherConfig::default() };
+/// let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), cfg).unwrap();
+/// rt.block_on(b.submit_many(vec![(1.0, 1.0); 100])).unwrap();
+/// // Every Auto decision with a measured time is counted.
+/// let e = b.report().model_error.expect("Auto decisions were made");
+/// let measured = b.decisions().iter().filter(|d| d.rel_error().is_some()).count();
+/// assert_eq!(e.count, measured);
+/// assert!(0.0 <= e.median && e.median <= e.max);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct ModelError {
     /// Decisions with a measured time in the window.
@@ -380,6 +612,25 @@ pub struct ModelError {
 
 /// A Batcher's summary: aggregates, per-phase distribution, and which device ran it.
 /// `Display` prints it as a table.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::runtime::Runtime;
+/// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+///
+/// let rt = Runtime::builder().procs(2).build().unwrap();
+/// let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+/// rt.block_on(b.submit_many(vec![(1.0, 1.0); 100])).unwrap();
+/// let r = b.report();
+/// assert_eq!((r.kernel, r.stats.items), ("saxpy", 100));
+/// // Every item's latency is counted, once per item.
+/// assert_eq!((r.latency.count, r.queue_wait.count, r.batch_time.count), (100, 100, 100));
+/// assert!(r.model_error.is_none()); // no Placement::Auto
+/// let text = r.to_string();
+/// assert!(text.starts_with("batcher report: kernel saxpy on "));
+/// assert!(text.contains("items 100 (0 failed)"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
     /// Kernel name.
@@ -405,6 +656,22 @@ pub struct Report {
 impl Report {
     /// Share of the device time (h2d + kernel + d2h, all batches) spent in transfers, in
     /// 0..=1; `None` before any device time was measured.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::timeline::Report;
+    /// use gmprt_offload::{Batcher, BatcherConfig, BatcherStats, Device, Saxpy};
+    /// use std::time::Duration;
+    ///
+    /// let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+    /// let fresh: Report = b.report();
+    /// assert_eq!(fresh.transfer_share(), None); // nothing measured yet
+    /// let ms = Duration::from_millis;
+    /// let stats = BatcherStats { h2d: ms(2), kernel: ms(6), d2h: ms(2), ..BatcherStats::default() };
+    /// let r = Report { stats, ..fresh };
+    /// assert!((r.transfer_share().unwrap() - 0.4).abs() < 1e-12);
+    /// ```
     pub fn transfer_share(&self) -> Option<f64> {
         let s = &self.stats;
         let transfers = (s.h2d + s.d2h).as_secs_f64();
@@ -414,6 +681,18 @@ impl Report {
 }
 
 /// `850 ns`, `12.3 µs`, `4.56 ms`, `1.23 s`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::timeline::fmt_duration;
+/// use std::time::Duration;
+///
+/// assert_eq!(fmt_duration(Duration::from_nanos(850)), "850 ns");
+/// assert_eq!(fmt_duration(Duration::from_nanos(12_345)), "12.3 µs");
+/// assert_eq!(fmt_duration(Duration::from_micros(4_560)), "4.56 ms");
+/// assert_eq!(fmt_duration(Duration::from_millis(1_234)), "1.234 s");
+/// ```
 pub fn fmt_duration(d: Duration) -> String {
     let ns = d.as_nanos();
     if ns < 1_000 {
@@ -428,6 +707,17 @@ pub fn fmt_duration(d: Duration) -> String {
 }
 
 /// `512 B`, `1.5 kB`, `24.0 MB`, `1.20 GB` (decimal units).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::timeline::fmt_bytes;
+///
+/// assert_eq!(fmt_bytes(512), "512 B");
+/// assert_eq!(fmt_bytes(1_500), "1.5 kB");
+/// assert_eq!(fmt_bytes(24_000_000), "24.0 MB");
+/// assert_eq!(fmt_bytes(1_200_000_000), "1.20 GB");
+/// ```
 pub fn fmt_bytes(b: u64) -> String {
     let f = b as f64;
     if b < 1_000 {

@@ -32,15 +32,71 @@ pub mod simd;
 pub mod tolerance;
 
 /// Input words per contract in the word layout.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{stage_words, synthetic_chain, IN_WORDS};
+///
+/// let chain = synthetic_chain(3, 7);
+/// let mut words = vec![0u32; chain.len() * IN_WORDS];
+/// stage_words(&chain, &mut words);
+/// // Column 0 is the spots, column 4 the vols (stride n = 3).
+/// assert_eq!(f32::from_bits(words[2]), chain[2].spot);
+/// assert_eq!(f32::from_bits(words[4 * 3 + 1]), chain[1].vol);
+/// ```
 pub const IN_WORDS: usize = 6;
 /// Output words per contract in the word layout.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{price_greeks_words, stage_words, synthetic_chain, IN_WORDS, OUT_WORDS};
+///
+/// let chain = synthetic_chain(4, 1);
+/// let mut input = vec![0u32; chain.len() * IN_WORDS];
+/// stage_words(&chain, &mut input);
+/// let mut output = vec![0u32; chain.len() * OUT_WORDS];
+/// price_greeks_words(chain.len(), &input, &mut output).unwrap();
+/// // One word too few is a shape error.
+/// assert!(price_greeks_words(chain.len(), &input, &mut output[1..]).is_err());
+/// ```
 pub const OUT_WORDS: usize = 6;
 /// `kind` word of a call.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{kind_word, OptionKind, CALL};
+///
+/// assert_eq!(kind_word(OptionKind::Call), CALL);
+/// ```
 pub const CALL: u32 = 1;
 /// `kind` word of a put.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{kind_word, OptionKind, PUT};
+///
+/// assert_eq!(kind_word(OptionKind::Put), PUT);
+/// ```
 pub const PUT: u32 = 0;
 
 /// Call or put.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{reference, Contract, OptionKind};
+///
+/// let call = Contract { spot: 100.0, strike: 100.0, t: 1.0, rate: 0.05, vol: 0.2, kind: OptionKind::Call };
+/// let put = Contract { kind: OptionKind::Put, ..call };
+/// // Put-call parity: C - P = S - K·e^(-rT).
+/// let (c, p) = (reference(&call).price, reference(&put).price);
+/// let forward = 100.0 - 100.0 * (-(0.05f32 as f64)).exp();
+/// assert!((c - p - forward).abs() < 1e-9);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OptionKind {
     /// Right to buy at the strike.
@@ -50,6 +106,18 @@ pub enum OptionKind {
 }
 
 /// One European option contract.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{price_one, validate, Contract, OptionKind};
+///
+/// let c = Contract { spot: 105.0, strike: 100.0, t: 0.5, rate: 0.03, vol: 0.25, kind: OptionKind::Call };
+/// assert!(validate(&c, 0).is_ok());
+/// let g = price_one(&c);
+/// // An in-the-money call is worth at least its discounted intrinsic value.
+/// assert!(g.price > 105.0 - 100.0 * (-0.03f32 * 0.5).exp());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Contract {
     /// Spot price S (> 0).
@@ -67,6 +135,18 @@ pub struct Contract {
 }
 
 /// Price and Greeks of one contract (f32).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{price_one, Contract, OptionKind};
+///
+/// let c = Contract { spot: 100.0, strike: 100.0, t: 1.0, rate: 0.05, vol: 0.2, kind: OptionKind::Call };
+/// let g = price_one(&c);
+/// assert!((g.price - 10.450_584).abs() < 1e-4);
+/// assert!(g.delta > 0.5 && g.delta < 1.0); // at the money, positive drift
+/// assert!(g.gamma > 0.0 && g.vega > 0.0 && g.theta < 0.0 && g.rho > 0.0);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Greeks {
     /// Option value.
@@ -84,6 +164,17 @@ pub struct Greeks {
 }
 
 /// Price and Greeks in f64, from [`reference()`].
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{reference, Contract, Greeks64, OptionKind};
+///
+/// let c = Contract { spot: 100.0, strike: 100.0, t: 1.0, rate: 0.05, vol: 0.2, kind: OptionKind::Put };
+/// let g: Greeks64 = reference(&c);
+/// assert!((g.price - 5.573_526).abs() < 1e-5);
+/// assert!(g.delta < 0.0 && g.delta > -1.0);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Greeks64 {
     /// Option value.
@@ -105,6 +196,19 @@ pub struct Greeks64 {
 /// Rules: every field finite (`"must be a finite number"`, checked first), spot > 0,
 /// strike > 0, t ≥ 0, |rate| ≤ 1, 0 < vol ≤ 10. The error names the first bad field in the
 /// order spot, strike, t, rate, vol.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{validate, Contract, OptionKind};
+///
+/// let ok = Contract { spot: 100.0, strike: 90.0, t: 1.0, rate: 0.01, vol: 0.3, kind: OptionKind::Put };
+/// assert!(validate(&ok, 0).is_ok());
+/// let err = validate(&Contract { vol: -1.0, ..ok }, 3).unwrap_err();
+/// assert_eq!((err.field, err.index, err.value), ("vol", 3, -1.0));
+/// let err = validate(&Contract { t: f32::NAN, ..ok }, 0).unwrap_err();
+/// assert_eq!((err.field, err.why), ("t", "must be a finite number"));
+/// ```
 pub fn validate(c: &Contract, index: usize) -> Result<(), InvalidInput> {
     validate_fields(c.spot, c.strike, c.t, c.rate, c.vol, index)
 }
@@ -137,6 +241,18 @@ fn validate_fields(
 
 /// Checks every contract of a column batch (and that `kind` is [`CALL`] or [`PUT`]); the
 /// error's `index` is the contract's position. Lengths are not checked here.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{synthetic_chain, validate_batch, BsBatch};
+///
+/// let mut batch = BsBatch::from_contracts(&synthetic_chain(8, 3));
+/// assert!(validate_batch(&batch.as_in()).is_ok());
+/// batch.kind[5] = 2; // neither CALL nor PUT
+/// let err = validate_batch(&batch.as_in()).unwrap_err();
+/// assert_eq!((err.field, err.index), ("kind", 5));
+/// ```
 pub fn validate_batch(input: &BsIn<'_>) -> Result<(), InvalidInput> {
     for i in 0..input.spot.len() {
         validate_fields(input.spot[i], input.strike[i], input.t[i], input.rate[i], input.vol[i], i)?;
@@ -153,6 +269,21 @@ pub fn validate_batch(input: &BsIn<'_>) -> Result<(), InvalidInput> {
 ///
 /// Everything in f64 from the f32 inputs; Φ from `libm::erfc` (accurate in both tails). At
 /// σ√T = 0 (T = 0) it returns the limits listed in the module docs; otherwise the closed form.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{reference, Contract, OptionKind};
+///
+/// // The textbook case: S = K = 100, T = 1, r = 5 %, σ = 20 % gives a call of 10.4506.
+/// let c = Contract { spot: 100.0, strike: 100.0, t: 1.0, rate: 0.05, vol: 0.2, kind: OptionKind::Call };
+/// let g = reference(&c);
+/// assert!((g.price - 10.450_583_572).abs() < 1e-6);
+/// assert!((g.delta - 0.636_830_651).abs() < 1e-6);
+/// // At expiry: intrinsic value, a step delta, no gamma.
+/// let g = reference(&Contract { spot: 120.0, t: 0.0, ..c });
+/// assert_eq!((g.price, g.delta, g.gamma), (20.0, 1.0, 0.0));
+/// ```
 pub fn reference(c: &Contract) -> Greeks64 {
     let (s, k, t, r, v) = (c.spot as f64, c.strike as f64, c.t as f64, c.rate as f64, c.vol as f64);
     let sgn = match c.kind {
@@ -194,6 +325,20 @@ pub fn reference(c: &Contract) -> Greeks64 {
 
 /// Price and Greeks of one contract with the portable build of the kernel (inputs assumed
 /// valid).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::tolerance::{tolerance, CPU_MATH};
+/// use gmprt_kernels::black_scholes::{price_one, reference, Contract, OptionKind};
+///
+/// let c = Contract { spot: 90.0, strike: 100.0, t: 0.75, rate: 0.02, vol: 0.35, kind: OptionKind::Put };
+/// let (got, want) = (price_one(&c).to_array64(), reference(&c).to_array());
+/// let tol = tolerance(&c, &CPU_MATH).to_array();
+/// for j in 0..6 {
+///     assert!((got[j] - want[j]).abs() <= tol[j]);
+/// }
+/// ```
 pub fn price_one(c: &Contract) -> Greeks {
     let kind = match c.kind {
         OptionKind::Call => CALL,
@@ -204,6 +349,26 @@ pub fn price_one(c: &Contract) -> Greeks {
 }
 
 /// Borrowed input columns (all the same length).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{price_greeks, BsIn, BsResults, CALL, PUT};
+///
+/// let input = BsIn {
+///     spot: &[100.0, 100.0],
+///     strike: &[100.0, 100.0],
+///     t: &[1.0, 1.0],
+///     rate: &[0.05, 0.05],
+///     vol: &[0.2, 0.2],
+///     kind: &[CALL, PUT],
+/// };
+/// let mut out = BsResults::zeroed(2);
+/// price_greeks(&input, &mut out.as_out()).unwrap();
+/// // Put-call parity, within f32 rounding.
+/// let forward = 100.0 - 100.0 * (-0.05f32).exp();
+/// assert!((out.price[0] - out.price[1] - forward).abs() < 1e-4);
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct BsIn<'a> {
     /// Spot prices.
@@ -221,6 +386,27 @@ pub struct BsIn<'a> {
 }
 
 /// Borrowed output columns (same length as the inputs).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{price_greeks, synthetic_chain, BsBatch, BsOut};
+///
+/// let batch = BsBatch::from_contracts(&synthetic_chain(3, 9));
+/// let (mut price, mut delta, mut gamma) = ([0.0f32; 3], [0.0f32; 3], [0.0f32; 3]);
+/// let (mut vega, mut theta, mut rho) = ([0.0f32; 3], [0.0f32; 3], [0.0f32; 3]);
+/// let mut out = BsOut {
+///     price: &mut price,
+///     delta: &mut delta,
+///     gamma: &mut gamma,
+///     vega: &mut vega,
+///     theta: &mut theta,
+///     rho: &mut rho,
+/// };
+/// price_greeks(&batch.as_in(), &mut out).unwrap();
+/// assert!(price.iter().all(|&p| p > 0.0));
+/// assert!(gamma.iter().all(|&g| g > 0.0));
+/// ```
 #[derive(Debug)]
 pub struct BsOut<'a> {
     /// Prices.
@@ -239,6 +425,26 @@ pub struct BsOut<'a> {
 
 /// Prices every contract with the best ISA ([`Isa::detect`]) on the calling thread. Inputs are
 /// assumed valid (see [`validate`]); only lengths are checked.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::tolerance::{agreement_tolerance, CPU_MATH};
+/// use gmprt_kernels::black_scholes::{price_greeks, price_one, synthetic_chain, BsBatch, BsResults};
+///
+/// let chain = synthetic_chain(64, 42);
+/// let batch = BsBatch::from_contracts(&chain);
+/// let mut out = BsResults::zeroed(chain.len());
+/// price_greeks(&batch.as_in(), &mut out.as_out()).unwrap();
+/// for (i, c) in chain.iter().enumerate() {
+///     // The vectorised build agrees with the portable one (`price_one`) to rounding.
+///     let (a, b) = (out.get(i).price as f64, price_one(c).price as f64);
+///     assert!((a - b).abs() <= agreement_tolerance(c, &CPU_MATH, &CPU_MATH).price, "{i}: {a} vs {b}");
+/// }
+/// // Columns of different lengths are refused.
+/// let mut short = BsResults::zeroed(63);
+/// assert!(price_greeks(&batch.as_in(), &mut short.as_out()).is_err());
+/// ```
 pub fn price_greeks(input: &BsIn<'_>, out: &mut BsOut<'_>) -> Result<(), KernelError> {
     price_greeks_isa(Isa::detect(), input, out)
 }
@@ -247,6 +453,26 @@ pub fn price_greeks(input: &BsIn<'_>, out: &mut BsOut<'_>) -> Result<(), KernelE
 ///
 /// # Panics
 /// If `isa` is not available on this CPU (running its build would be undefined behaviour).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::tolerance::{tolerance, CPU_MATH};
+/// use gmprt_kernels::black_scholes::{price_greeks_isa, reference, synthetic_chain, BsBatch, BsResults};
+/// use gmprt_kernels::Isa;
+///
+/// let chain = synthetic_chain(40, 5);
+/// let batch = BsBatch::from_contracts(&chain);
+/// for isa in Isa::available() {
+///     let mut out = BsResults::zeroed(chain.len());
+///     price_greeks_isa(isa, &batch.as_in(), &mut out.as_out()).unwrap();
+///     for (i, c) in chain.iter().enumerate() {
+///         let (got, want) = (out.get(i).to_array64(), reference(c).to_array());
+///         let tol = tolerance(c, &CPU_MATH).to_array();
+///         assert!((0..6).all(|j| (got[j] - want[j]).abs() <= tol[j]), "{}: {i}", isa.name());
+///     }
+/// }
+/// ```
 pub fn price_greeks_isa(isa: Isa, input: &BsIn<'_>, out: &mut BsOut<'_>) -> Result<(), KernelError> {
     check_lengths(input, out)?;
     assert!(isa.is_available(), "ISA {} is not available on this CPU", isa.name());
@@ -301,6 +527,27 @@ fn columns<'w, const N: usize>(
 }
 
 /// Word-layout entry point: `input.len() == n * IN_WORDS`, `output.len() == n * OUT_WORDS`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{
+///     gather_words, price_batch, price_greeks_words, stage_words, synthetic_chain, BsBatch, IN_WORDS,
+///     OUT_WORDS,
+/// };
+///
+/// let chain = synthetic_chain(5, 11);
+/// let n = chain.len();
+/// let mut input = vec![0u32; n * IN_WORDS];
+/// stage_words(&chain, &mut input);
+/// let mut output = vec![0u32; n * OUT_WORDS];
+/// price_greeks_words(n, &input, &mut output).unwrap();
+/// // Same kernel as the column API, so the same bits.
+/// let cols = price_batch(&BsBatch::from_contracts(&chain)).unwrap();
+/// for i in 0..n {
+///     assert_eq!(gather_words(n, &output, i), cols.get(i));
+/// }
+/// ```
 pub fn price_greeks_words(n: usize, input: &[u32], output: &mut [u32]) -> Result<(), KernelError> {
     let [spot, strike, t, rate, vol, kind] = columns::<IN_WORDS>(input, n, "input words")?;
     if output.len() != n * OUT_WORDS {
@@ -320,6 +567,18 @@ pub fn price_greeks_words(n: usize, input: &[u32], output: &mut [u32]) -> Result
 }
 
 /// Owned input columns.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{synthetic_chain, BsBatch};
+///
+/// let chain = synthetic_chain(4, 2);
+/// let batch = BsBatch::from_contracts(&chain);
+/// assert_eq!(batch.len(), 4);
+/// assert_eq!(batch.strike[3], chain[3].strike);
+/// assert_eq!(batch.get(1), chain[1]);
+/// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BsBatch {
     /// Spot prices.
@@ -337,6 +596,20 @@ pub struct BsBatch {
 }
 
 /// Owned output columns.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{price_batch, synthetic_chain, BsBatch, BsResults};
+///
+/// let results: BsResults = price_batch(&BsBatch::from_contracts(&synthetic_chain(6, 8))).unwrap();
+/// assert_eq!(results.len(), 6);
+/// // Calls (even indices) have deltas in [0, 1], puts (odd) in [-1, 0].
+/// for i in 0..6 {
+///     let range = if i % 2 == 0 { 0.0..=1.0 } else { -1.0..=0.0 };
+///     assert!(range.contains(&results.delta[i]), "{i}: {}", results.delta[i]);
+/// }
+/// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BsResults {
     /// Prices.
@@ -358,6 +631,21 @@ pub struct BsResults {
 ///
 /// Draws from a splitmix64 stream: spot ~ U[50, 150), strike = spot·U[0.7, 1.3),
 /// T ~ U(0.01, 3], rate ~ U[−0.01, 0.08), vol ~ U[0.05, 0.8); even indices are calls, odd puts.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{synthetic_chain, validate, OptionKind};
+///
+/// let chain = synthetic_chain(100, 2024);
+/// assert_eq!(chain, synthetic_chain(100, 2024)); // deterministic
+/// assert_ne!(chain, synthetic_chain(100, 2025));
+/// for (i, c) in chain.iter().enumerate() {
+///     assert!(validate(c, i).is_ok());
+///     assert!((50.0..150.0).contains(&c.spot) && (0.05..0.8).contains(&c.vol));
+///     assert_eq!(c.kind == OptionKind::Call, i % 2 == 0);
+/// }
+/// ```
 pub fn synthetic_chain(n: usize, seed: u64) -> Vec<Contract> {
     let mut state = seed;
     let mut unit = move || {
@@ -391,6 +679,17 @@ pub fn synthetic_chain(n: usize, seed: u64) -> Vec<Contract> {
 
 impl BsBatch {
     /// Columns of `contracts`, in order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::black_scholes::{synthetic_chain, BsBatch, CALL, PUT};
+    ///
+    /// let chain = synthetic_chain(3, 4);
+    /// let batch = BsBatch::from_contracts(&chain);
+    /// assert_eq!(batch.spot, chain.iter().map(|c| c.spot).collect::<Vec<_>>());
+    /// assert_eq!(batch.kind, vec![CALL, PUT, CALL]);
+    /// ```
     pub fn from_contracts(contracts: &[Contract]) -> BsBatch {
         let col = |f: fn(&Contract) -> f32| contracts.iter().map(f).collect::<Vec<f32>>();
         BsBatch {
@@ -403,6 +702,18 @@ impl BsBatch {
         }
     }
     /// Contract `i` as a struct (a `kind` word other than [`CALL`] reads as a put).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::black_scholes::{synthetic_chain, BsBatch, OptionKind};
+    ///
+    /// let chain = synthetic_chain(2, 6);
+    /// let mut batch = BsBatch::from_contracts(&chain);
+    /// assert_eq!(batch.get(0), chain[0]);
+    /// batch.kind[0] = 7; // not CALL: reads as a put
+    /// assert_eq!(batch.get(0).kind, OptionKind::Put);
+    /// ```
     pub fn get(&self, i: usize) -> Contract {
         Contract {
             spot: self.spot[i],
@@ -414,14 +725,42 @@ impl BsBatch {
         }
     }
     /// Number of contracts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::black_scholes::{synthetic_chain, BsBatch};
+    ///
+    /// assert_eq!(BsBatch::from_contracts(&synthetic_chain(5, 0)).len(), 5);
+    /// ```
     pub fn len(&self) -> usize {
         self.spot.len()
     }
     /// True when empty.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::black_scholes::{synthetic_chain, BsBatch};
+    ///
+    /// assert!(BsBatch::default().is_empty());
+    /// assert!(!BsBatch::from_contracts(&synthetic_chain(1, 0)).is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.spot.is_empty()
     }
     /// Borrowed view of all columns.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::black_scholes::{synthetic_chain, validate_batch, BsBatch};
+    ///
+    /// let batch = BsBatch::from_contracts(&synthetic_chain(3, 1));
+    /// let view = batch.as_in();
+    /// assert_eq!(view.vol, &batch.vol[..]);
+    /// assert!(validate_batch(&view).is_ok());
+    /// ```
     pub fn as_in(&self) -> BsIn<'_> {
         BsIn {
             spot: &self.spot,
@@ -436,6 +775,16 @@ impl BsBatch {
 
 impl BsResults {
     /// `n` zeroed results.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::black_scholes::BsResults;
+    ///
+    /// let r = BsResults::zeroed(3);
+    /// assert_eq!(r.len(), 3);
+    /// assert_eq!(r.rho, vec![0.0; 3]);
+    /// ```
     pub fn zeroed(n: usize) -> BsResults {
         BsResults {
             price: vec![0.0; n],
@@ -447,6 +796,17 @@ impl BsResults {
         }
     }
     /// Mutable view of all columns.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::black_scholes::{price_greeks, synthetic_chain, BsBatch, BsResults};
+    ///
+    /// let batch = BsBatch::from_contracts(&synthetic_chain(2, 1));
+    /// let mut r = BsResults::zeroed(2);
+    /// price_greeks(&batch.as_in(), &mut r.as_out()).unwrap();
+    /// assert!(r.vega.iter().all(|&v| v > 0.0));
+    /// ```
     pub fn as_out(&mut self) -> BsOut<'_> {
         BsOut {
             price: &mut self.price,
@@ -458,6 +818,18 @@ impl BsResults {
         }
     }
     /// Result `i` as a struct.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::black_scholes::{price_batch, price_one, synthetic_chain, BsBatch};
+    ///
+    /// let chain = synthetic_chain(3, 12);
+    /// let r = price_batch(&BsBatch::from_contracts(&chain)).unwrap();
+    /// let g = r.get(2);
+    /// assert_eq!(g.theta, r.theta[2]);
+    /// assert!((g.price - price_one(&chain[2]).price).abs() < 1e-4);
+    /// ```
     pub fn get(&self, i: usize) -> Greeks {
         Greeks {
             price: self.price[i],
@@ -469,16 +841,47 @@ impl BsResults {
         }
     }
     /// Number of results.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::black_scholes::BsResults;
+    ///
+    /// assert_eq!(BsResults::zeroed(7).len(), 7);
+    /// ```
     pub fn len(&self) -> usize {
         self.price.len()
     }
     /// True when empty.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::black_scholes::BsResults;
+    ///
+    /// assert!(BsResults::zeroed(0).is_empty());
+    /// assert!(!BsResults::zeroed(1).is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.price.is_empty()
     }
 }
 
 /// Prices a whole batch with the best ISA into fresh results.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{price_batch, BsBatch, Contract, OptionKind};
+///
+/// let call = Contract { spot: 110.0, strike: 100.0, t: 0.5, rate: 0.04, vol: 0.3, kind: OptionKind::Call };
+/// let put = Contract { kind: OptionKind::Put, ..call };
+/// let r = price_batch(&BsBatch::from_contracts(&[call, put])).unwrap();
+/// // Put-call parity: C - P = S - K·e^(-rT); delta_C - delta_P = 1.
+/// let forward = 110.0 - 100.0 * (-0.04f32 * 0.5).exp();
+/// assert!((r.price[0] - r.price[1] - forward).abs() < 1e-4);
+/// assert!((r.delta[0] - r.delta[1] - 1.0).abs() < 1e-6);
+/// ```
 pub fn price_batch(batch: &BsBatch) -> Result<BsResults, KernelError> {
     let mut out = BsResults::zeroed(batch.len());
     price_greeks(&batch.as_in(), &mut out.as_out())?;
@@ -486,6 +889,15 @@ pub fn price_batch(batch: &BsBatch) -> Result<BsResults, KernelError> {
 }
 
 /// The `kind` word of `k`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{kind_word, OptionKind};
+///
+/// assert_eq!(kind_word(OptionKind::Call), 1);
+/// assert_eq!(kind_word(OptionKind::Put), 0);
+/// ```
 pub fn kind_word(k: OptionKind) -> u32 {
     match k {
         OptionKind::Call => CALL,
@@ -497,6 +909,19 @@ pub fn kind_word(k: OptionKind) -> u32 {
 ///
 /// # Panics
 /// If `input.len() != contracts.len() * IN_WORDS`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{stage_words, Contract, OptionKind, IN_WORDS};
+///
+/// let c = Contract { spot: 100.0, strike: 95.0, t: 0.25, rate: 0.01, vol: 0.4, kind: OptionKind::Call };
+/// let mut words = vec![0u32; 2 * IN_WORDS];
+/// stage_words(&[c, Contract { kind: OptionKind::Put, ..c }], &mut words);
+/// // Column-major with stride 2: spot, spot, strike, strike, ..., kind, kind.
+/// assert_eq!(f32::from_bits(words[2]), 95.0);
+/// assert_eq!(&words[10..], &[1, 0]);
+/// ```
 pub fn stage_words(contracts: &[Contract], input: &mut [u32]) {
     let n = contracts.len();
     assert_eq!(input.len(), n * IN_WORDS, "stage_words: input must hold n * IN_WORDS words");
@@ -513,6 +938,19 @@ pub fn stage_words(contracts: &[Contract], input: &mut [u32]) {
 ///
 /// # Panics
 /// If `i >= n` or `output` is shorter than `n * OUT_WORDS`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{gather_words, OUT_WORDS};
+///
+/// // Two results; output column c of item i is word c * 2 + i.
+/// let mut output = vec![0u32; 2 * OUT_WORDS];
+/// output[1] = 7.5f32.to_bits(); // price of item 1
+/// output[2 * 5 + 1] = 0.25f32.to_bits(); // rho of item 1
+/// let g = gather_words(2, &output, 1);
+/// assert_eq!((g.price, g.rho, g.delta), (7.5, 0.25, 0.0));
+/// ```
 pub fn gather_words(n: usize, output: &[u32], i: usize) -> Greeks {
     assert!(i < n && output.len() >= n * OUT_WORDS, "gather_words: item {i} of {n} out of range");
     let w = |col: usize| f32::from_bits(output[col * n + i]);

@@ -24,9 +24,35 @@ use crate::math::{exp_with, fmadd, ln_with, norm_cdf2_pdf_with};
 /// limit — d1, d2 = ±∞ by the sign of the forward moneyness (so Φ is a step), and the terms
 /// with 1/(σ√T) (gamma, and theta's diffusion term) are set to 0. 1e-20 keeps 1/(σ√T) and
 /// φ/(S·σ√T) finite in f32 for any spot above 1e-18.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{price_one, Contract, OptionKind};
+///
+/// // T = 0 gives σ√T = 0 < SV_MIN: the σ√T → 0 limit, no NaN.
+/// let c = Contract { spot: 100.0, strike: 90.0, t: 0.0, rate: 0.05, vol: 0.2, kind: OptionKind::Call };
+/// let g = price_one(&c);
+/// assert_eq!((g.price, g.delta, g.gamma, g.vega), (10.0, 1.0, 0.0, 0.0));
+/// ```
 pub const SV_MIN: f32 = 1e-20;
 
 /// Price and Greeks `[price, delta, gamma, vega, theta, rho]` of one contract; branch-free.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::simd::greeks_one;
+/// use gmprt_kernels::black_scholes::{price_one, Contract, OptionKind, PUT};
+///
+/// let [price, delta, ..] = greeks_one::<false>(100.0, 100.0, 1.0, 0.05, 0.2, PUT);
+/// let c = Contract { spot: 100.0, strike: 100.0, t: 1.0, rate: 0.05, vol: 0.2, kind: OptionKind::Put };
+/// assert_eq!((price, delta), (price_one(&c).price, price_one(&c).delta)); // the same build
+/// assert!((price - 5.573_526).abs() < 1e-4);
+/// // The fused build differs by rounding only.
+/// let fused = greeks_one::<true>(100.0, 100.0, 1.0, 0.05, 0.2, PUT);
+/// assert!((fused[0] - price).abs() < 1e-4);
+/// ```
 #[inline(always)]
 pub fn greeks_one<const FMA: bool>(s: f32, k: f32, t: f32, r: f32, v: f32, kind: u32) -> [f32; 6] {
     let sqrt_t = t.sqrt();
@@ -73,6 +99,20 @@ fn body<const FMA: bool>(input: &BsIn<'_>, out: &mut BsOut<'_>) {
 }
 
 /// Portable build (no FMA: `mul_add` without the hardware instruction is a libm call).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::simd::run_scalar;
+/// use gmprt_kernels::black_scholes::{price_one, synthetic_chain, BsBatch, BsResults};
+///
+/// let chain = synthetic_chain(9, 3);
+/// let mut out = BsResults::zeroed(chain.len());
+/// run_scalar(&BsBatch::from_contracts(&chain).as_in(), &mut out.as_out());
+/// for (i, c) in chain.iter().enumerate() {
+///     assert_eq!(out.get(i), price_one(c)); // price_one is the portable build too
+/// }
+/// ```
 pub fn run_scalar(input: &BsIn<'_>, out: &mut BsOut<'_>) {
     body::<false>(input, out)
 }
@@ -81,6 +121,25 @@ pub fn run_scalar(input: &BsIn<'_>, out: &mut BsOut<'_>) {
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA ([`Isa::Avx2`](crate::Isa) available).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::simd::{run_avx2, run_scalar};
+/// use gmprt_kernels::black_scholes::{synthetic_chain, BsBatch, BsResults};
+/// use gmprt_kernels::Isa;
+///
+/// let batch = BsBatch::from_contracts(&synthetic_chain(20, 4));
+/// let (mut fast, mut portable) = (BsResults::zeroed(20), BsResults::zeroed(20));
+/// if Isa::Avx2.is_available() {
+///     // SAFETY: the CPU has AVX2 and FMA (checked just above).
+///     unsafe { run_avx2(&batch.as_in(), &mut fast.as_out()) };
+///     run_scalar(&batch.as_in(), &mut portable.as_out());
+///     for i in 0..20 {
+///         assert!((fast.price[i] - portable.price[i]).abs() < 1e-3);
+///     }
+/// }
+/// ```
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 #[target_feature(enable = "avx2,fma")]
 pub unsafe fn run_avx2(input: &BsIn<'_>, out: &mut BsOut<'_>) {
@@ -91,6 +150,25 @@ pub unsafe fn run_avx2(input: &BsIn<'_>, out: &mut BsOut<'_>) {
 ///
 /// # Safety
 /// The CPU must support AVX-512 F/DQ/VL, AVX2 and FMA ([`Isa::Avx512`](crate::Isa) available).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::simd::{run_avx512, run_scalar};
+/// use gmprt_kernels::black_scholes::{synthetic_chain, BsBatch, BsResults};
+/// use gmprt_kernels::Isa;
+///
+/// let batch = BsBatch::from_contracts(&synthetic_chain(20, 4));
+/// let (mut fast, mut portable) = (BsResults::zeroed(20), BsResults::zeroed(20));
+/// if Isa::Avx512.is_available() {
+///     // SAFETY: the CPU has AVX-512 F/DQ/VL, AVX2 and FMA (checked just above).
+///     unsafe { run_avx512(&batch.as_in(), &mut fast.as_out()) };
+///     run_scalar(&batch.as_in(), &mut portable.as_out());
+///     for i in 0..20 {
+///         assert!((fast.price[i] - portable.price[i]).abs() < 1e-3);
+///     }
+/// }
+/// ```
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,fma,avx2")]
 pub unsafe fn run_avx512(input: &BsIn<'_>, out: &mut BsOut<'_>) {

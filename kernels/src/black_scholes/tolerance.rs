@@ -30,22 +30,76 @@
 use super::{reference, Contract, Greeks, Greeks64};
 
 /// ε = 2⁻²⁴: half an f32 ulp of 1 (the largest relative rounding error of one operation).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::tolerance::EPS;
+///
+/// assert_eq!(EPS, (f32::EPSILON / 2.0) as f64);
+/// assert_eq!(EPS, 2f64.powi(-24));
+/// ```
 pub const EPS: f64 = 5.960_464_477_539_063e-8;
 
 /// Absolute allowance added to every output (see the module docs): below f32's normal range
 /// a kernel may flush to 0 what f64 keeps.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::tolerance::{tolerance, CPU_MATH, FLUSH_FLOOR};
+/// use gmprt_kernels::black_scholes::{Contract, OptionKind};
+///
+/// // At expiry gamma and vega have nothing but the floor.
+/// let c = Contract { spot: 120.0, strike: 100.0, t: 0.0, rate: 0.03, vol: 0.2, kind: OptionKind::Call };
+/// let tol = tolerance(&c, &CPU_MATH);
+/// assert_eq!((tol.gamma, tol.vega), (FLUSH_FLOOR, FLUSH_FLOOR));
+/// ```
 pub const FLUSH_FLOOR: f64 = 1e-30;
 
 /// The outputs in word order (`price, delta, gamma, vega, theta, rho`).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::tolerance::OUTPUT_NAMES;
+/// use gmprt_kernels::black_scholes::Greeks64;
+///
+/// let g = Greeks64 { theta: -4.0, ..Greeks64::default() };
+/// let theta = OUTPUT_NAMES.iter().position(|&n| n == "theta").unwrap();
+/// assert_eq!(g.to_array()[theta], -4.0);
+/// ```
 pub const OUTPUT_NAMES: [&str; 6] = ["price", "delta", "gamma", "vega", "theta", "rho"];
 
 /// The tolerance rule in one line, for programs that print what they checked.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::tolerance::TOLERANCE_RULE;
+///
+/// assert!(TOLERANCE_RULE.contains("eps = 2^-24"));
+/// assert!(!TOLERANCE_RULE.contains('\n'), "one line");
+/// ```
 pub const TOLERANCE_RULE: &str = "per contract and output, |a - b| <= the sum of both kernels' \
      error bounds vs the f64 reference: (sensitivity to d1) x (d1's rounding, ~8 eps of \
      (1 + |ln S/K| + |r|T + sigma^2 T)/(sigma sqrt T)) + Phi/phi errors x their factors + 16 eps of \
      the terms summed (eps = 2^-24; see gmprt_kernels::black_scholes::tolerance)";
 
 /// The accuracy of the math functions a kernel build uses.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::tolerance::{tolerance, MathAccuracy, CPU_MATH};
+/// use gmprt_kernels::black_scholes::{Contract, OptionKind};
+///
+/// // A build whose Φ is ten times worse: delta = Φ(d1) may be off by the extra 9 × 2.5e-7.
+/// let sloppy = MathAccuracy { cdf_abs: 10.0 * CPU_MATH.cdf_abs, ..CPU_MATH };
+/// let c = Contract { spot: 100.0, strike: 100.0, t: 1.0, rate: 0.05, vol: 0.2, kind: OptionKind::Call };
+/// let wider = tolerance(&c, &sloppy).delta - tolerance(&c, &CPU_MATH).delta;
+/// assert!((wider - 9.0 * CPU_MATH.cdf_abs).abs() < 1e-15);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MathAccuracy {
     /// Φ's largest absolute error.
@@ -56,17 +110,56 @@ pub struct MathAccuracy {
 
 /// The CPU kernels' math ([`crate::math`]): Φ within 2.5e-7 absolute, φ within 2.5e-7
 /// relative.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::tolerance::{tolerance, CPU_MATH};
+/// use gmprt_kernels::black_scholes::{price_one, reference, synthetic_chain};
+///
+/// for c in synthetic_chain(32, 17) {
+///     let (got, want) = (price_one(&c).to_array64(), reference(&c).to_array());
+///     let tol = tolerance(&c, &CPU_MATH).to_array();
+///     assert!((0..6).all(|j| (got[j] - want[j]).abs() <= tol[j]), "{c:?}");
+/// }
+/// ```
 pub const CPU_MATH: MathAccuracy = MathAccuracy { cdf_abs: 2.5e-7, pdf_rel: 2.5e-7 };
 
 /// The CUDA kernel's math (`kernels/cuda/black_scholes.cu`: CUDA's accurate single-precision
 /// functions, no fast math): `normcdff` within 5 ulp (CUDA Math API), which below 1 is at
 /// most 5·2⁻²⁴ ≈ 3.0e-7 absolute; φ = `expf` (2 ulp) times a constant, within 2.5e-7
 /// relative.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::tolerance::{tolerance, CPU_MATH, CUDA_MATH, EPS};
+/// use gmprt_kernels::black_scholes::{Contract, OptionKind};
+///
+/// assert_eq!(CUDA_MATH.cdf_abs, 5.0 * EPS);
+/// // normcdff is the less accurate Φ, so the GPU's bound is the wider one.
+/// let c = Contract { spot: 100.0, strike: 90.0, t: 0.5, rate: 0.02, vol: 0.25, kind: OptionKind::Put };
+/// assert!(tolerance(&c, &CUDA_MATH).delta > tolerance(&c, &CPU_MATH).delta);
+/// ```
 pub const CUDA_MATH: MathAccuracy = MathAccuracy { cdf_abs: 5.0 * EPS, pdf_rel: 2.5e-7 };
 
 /// How far an f32 kernel whose math functions are as accurate as `math` may be from
 /// [`reference()`](super::reference) for contract `c`, per output (absolute; see the module
 /// docs). Finite for every valid contract.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::tolerance::{tolerance, CPU_MATH};
+/// use gmprt_kernels::black_scholes::{price_one, reference, Contract, OptionKind};
+///
+/// let c = Contract { spot: 100.0, strike: 100.0, t: 1.0, rate: 0.05, vol: 0.2, kind: OptionKind::Call };
+/// let tol = tolerance(&c, &CPU_MATH);
+/// // Tight at the money: a few parts per million of the price...
+/// assert!(tol.price < 1e-5 * 100.0);
+/// // ...and the kernel meets it.
+/// assert!((price_one(&c).price as f64 - reference(&c).price).abs() <= tol.price);
+/// ```
 pub fn tolerance(c: &Contract, math: &MathAccuracy) -> Greeks64 {
     let (s, k, t, r, v) = (c.spot as f64, c.strike as f64, c.t as f64, c.rate as f64, c.vol as f64);
     let sv = v * t.sqrt();
@@ -125,6 +218,17 @@ pub fn tolerance(c: &Contract, math: &MathAccuracy) -> Greeks64 {
 /// How far two f32 kernels, with math as accurate as `a` and `b`, may be from each other for
 /// contract `c`, per output: the sum of their [`tolerance`]s (each is within its own of the
 /// reference).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::tolerance::{agreement_tolerance, tolerance, CPU_MATH, CUDA_MATH};
+/// use gmprt_kernels::black_scholes::{Contract, OptionKind};
+///
+/// let c = Contract { spot: 80.0, strike: 100.0, t: 2.0, rate: 0.01, vol: 0.4, kind: OptionKind::Put };
+/// let both = agreement_tolerance(&c, &CPU_MATH, &CUDA_MATH);
+/// assert_eq!(both.rho, tolerance(&c, &CPU_MATH).rho + tolerance(&c, &CUDA_MATH).rho);
+/// ```
 pub fn agreement_tolerance(c: &Contract, a: &MathAccuracy, b: &MathAccuracy) -> Greeks64 {
     let (ta, tb) = (tolerance(c, a).to_array(), tolerance(c, b).to_array());
     let [price, delta, gamma, vega, theta, rho] = std::array::from_fn(|j| ta[j] + tb[j]);
@@ -138,6 +242,15 @@ fn norm_pdf(x: f64) -> f64 {
 
 impl Greeks64 {
     /// The six outputs in word order ([`OUTPUT_NAMES`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::black_scholes::Greeks64;
+    ///
+    /// let g = Greeks64 { price: 1.0, delta: 0.5, gamma: 0.1, vega: 2.0, theta: -3.0, rho: 4.0 };
+    /// assert_eq!(g.to_array(), [1.0, 0.5, 0.1, 2.0, -3.0, 4.0]);
+    /// ```
     pub fn to_array(&self) -> [f64; 6] {
         [self.price, self.delta, self.gamma, self.vega, self.theta, self.rho]
     }
@@ -145,6 +258,15 @@ impl Greeks64 {
 
 impl Greeks {
     /// The six outputs in word order ([`OUTPUT_NAMES`]), widened to f64.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_kernels::black_scholes::Greeks;
+    ///
+    /// let g = Greeks { price: 1.5, delta: 0.25, ..Greeks::default() };
+    /// assert_eq!(g.to_array64(), [1.5, 0.25, 0.0, 0.0, 0.0, 0.0]);
+    /// ```
     pub fn to_array64(&self) -> [f64; 6] {
         [self.price, self.delta, self.gamma, self.vega, self.theta, self.rho].map(f64::from)
     }

@@ -33,6 +33,36 @@
 //! `record_n` fails only if growing needs more buckets than `usize` can count, impossible on
 //! a 64-bit host; should it fail, the sample is still counted, clamped to the range, so no
 //! item is ever missing from the counts.
+//!
+//! # Example
+//!
+//! ```
+//! use gmprt_offload::runtime::{spawn, Runtime};
+//! use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+//!
+//! let rt = Runtime::builder().procs(2).build().unwrap();
+//! let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+//! let b2 = b.clone();
+//! rt.block_on(async move {
+//!     let hs: Vec<_> = (0..200)
+//!         .map(|i| {
+//!             let b = b2.clone();
+//!             spawn(async move { b.submit((i as f32, 1.0)).await })
+//!         })
+//!         .collect();
+//!     for h in hs {
+//!         h.await.unwrap().unwrap();
+//!     }
+//! });
+//! // An item refused at submit never entered a batch: not counted.
+//! assert!(rt.block_on(b.submit((f32::NAN, 1.0))).is_err());
+//! // Every submit has resolved, so every batched item is in all three summaries.
+//! let r = b.report();
+//! assert_eq!((r.latency.count, r.queue_wait.count, r.batch_time.count), (200, 200, 200));
+//! // Each latency is that item's queue wait plus its batch time (histograms keep 2 digits).
+//! let (lat, wait, batch) = (r.latency.max, r.queue_wait.max, r.batch_time.max);
+//! assert!(lat.as_secs_f64() * 1.02 >= wait.max(batch).as_secs_f64(), "{r}");
+//! ```
 use gmprt_runtime::latency::{histogram, LatencySummary};
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};

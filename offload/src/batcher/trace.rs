@@ -49,6 +49,30 @@
 //!
 //! With tracing off (no recorder when the Batcher was created) the Batcher does nothing of
 //! this: one branch per batch on the worker and one per opened batch on the submit path.
+//!
+//! # Example
+//!
+//! ```
+//! use gmprt_offload::runtime::Runtime;
+//! use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+//!
+//! let path = std::env::temp_dir().join(format!("gmprt-offload-trace-doc-{}.json", std::process::id()));
+//! {
+//!     let rt = Runtime::builder().procs(2).trace(&path).build().unwrap();
+//!     // Made inside the traced runtime, the Batcher records into its trace.
+//!     let cfg = BatcherConfig::default();
+//!     let b = rt.block_on(async { Batcher::new(Saxpy { a: 2.0 }, &Device::host(), cfg).unwrap() });
+//!     rt.block_on(b.submit_many(vec![(1.0, 1.0); 10])).unwrap();
+//!     b.shutdown(); // before the runtime writes its trace, at drop
+//! }
+//! let text = std::fs::read_to_string(&path).unwrap();
+//! std::fs::remove_file(&path).ok();
+//! // The batch's span and its phases, on a slot worker's lane.
+//! for name in ["batch #0", "queue wait", "stage", "scatter", "wake"] {
+//!     assert!(text.contains(&format!("\"{name}\"")), "no {name:?} in the trace");
+//! }
+//! assert!(text.contains("offload slot ") && text.contains(" (saxpy)"));
+//! ```
 use crate::backend::PhaseTimes;
 use crate::model::{CostModel, Residency};
 use crate::sim::secs;
