@@ -347,7 +347,12 @@ fn book(c: &mut Criterion) {
     let rt = common::gmprt_rt(procs);
     let chain: Vec<Contract> = synthetic_chain(MAX_N, 11);
     let dev = Device::host();
-    let cfg = BatcherConfig { max_batch: MAX_N, max_delay: Duration::ZERO, in_flight: 1, ..BatcherConfig::default() };
+    let cfg = BatcherConfig {
+        max_batch: MAX_N,
+        max_delay: Duration::ZERO,
+        in_flight: 1,
+        ..BatcherConfig::default()
+    };
     let b = Batcher::new(BlackScholes, &dev, cfg).expect("batcher");
     let mut g = c.benchmark_group("offload_book");
     g.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
@@ -364,7 +369,8 @@ fn book(c: &mut Criterion) {
     g.bench_function(BenchmarkId::new("bulk_with_copies", &id), |bn| {
         bn.iter(|| {
             stage_words(&chain, &mut input);
-            dev.run_bulk(&BlackScholes, MAX_N, &input, MAX_N * IN_WORDS, MAX_N * OUT_WORDS, false).expect("bulk run")
+            dev.run_bulk(&BlackScholes, MAX_N, &input, MAX_N * IN_WORDS, MAX_N * OUT_WORDS, false)
+                .expect("bulk run")
         })
     });
     g.finish();
