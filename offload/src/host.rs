@@ -17,6 +17,9 @@ use crate::error::OffloadError;
 use gmprt_kernels::KernelError;
 use std::time::Instant;
 
+// Moved to the pool; kept under this path for the code that names it here (batcher/mod.rs).
+pub(crate) use crate::pool::host_threads;
+
 /// The CPU standing in for a GPU. Cheap to create; holds no threads of its own.
 #[derive(Clone, Debug)]
 pub struct HostBackend {
@@ -31,8 +34,9 @@ impl HostBackend {
         HostBackend { threads: host_threads(), reason }
     }
 
-    /// CPU threads available to this process (`std::thread::available_parallelism`, 1 if
-    /// unknown): how many threads the bulk helpers of [`Device`](crate::Device) use.
+    /// CPU threads available to this process ([`host_threads`](crate::pool::host_threads)):
+    /// how many parts the bulk helpers of [`Device`](crate::Device) split their work into, run
+    /// on the [`HostPool`](crate::pool::HostPool).
     pub fn threads(&self) -> usize {
         self.threads
     }
@@ -41,11 +45,6 @@ impl HostBackend {
     pub fn reason(&self) -> Option<&str> {
         self.reason.as_deref()
     }
-}
-
-/// `available_parallelism`, or 1 when the platform cannot say.
-pub(crate) fn host_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
 impl Backend for HostBackend {

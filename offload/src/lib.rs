@@ -19,6 +19,7 @@ pub mod error;
 pub mod host;
 pub mod jobs;
 pub mod model;
+pub mod pool;
 pub mod sim;
 pub mod timeline;
 
