@@ -5,6 +5,10 @@
 //!
 //! # Pacing protocol
 //!
+//! A simulated slot is a Host slot (`HostSlot`, see [`crate::host`]) with the simulated
+//! device as its pacer: the same buffers, the same over-capacity error, the same work, so its
+//! outputs are the Host device's bit for bit; only the phases' durations differ.
+//!
 //! Each phase of [`Slot::run`] (and of the [`Device`](crate::Device) bulk helpers on a
 //! simulated device) does its real work first — a `memcpy` for H2D and D2H,
 //! [`Job::run_host`] on the calling thread for the kernel — and then waits until the phase's
@@ -50,7 +54,7 @@
 //! `option_paths_sum`, `pi_hits`) are not recorded.
 use crate::backend::{host_available, Backend, Job, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
 use crate::error::OffloadError;
-use crate::host::HostBuffers;
+use crate::host::{Engine, HostSlot, Pacer};
 use crate::model::{DeviceProfile, KernelProfile, Size};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -150,7 +154,7 @@ impl SimBackend {
     }
 
     /// Appends `p` to the pacing record, dropping the oldest beyond [`PACING_CAPACITY`].
-    fn record(&self, p: Pacing) {
+    fn push_pacing(&self, p: Pacing) {
         let mut log = self.pacings.lock();
         if log.len() == PACING_CAPACITY {
             log.pop_front();
@@ -206,7 +210,7 @@ impl Backend for SimBackend {
     }
 
     fn new_slot(&self, in_words: usize, out_words: usize) -> Result<Box<dyn Slot>, OffloadError> {
-        Ok(Box::new(SimSlot { sim: self.clone(), buf: HostBuffers::new(in_words, out_words)? }))
+        Ok(Box::new(HostSlot::new(in_words, out_words, self.clone())?))
     }
 
     fn check_memory(&self, need: &MemoryNeed) -> Result<(), OffloadError> {
@@ -215,54 +219,47 @@ impl Backend for SimBackend {
     }
 }
 
-/// One simulated stream: staging plus "device" buffers, like a Host slot.
-struct SimSlot {
-    sim: SimBackend,
-    buf: HostBuffers,
-}
-
-impl Slot for SimSlot {
-    fn staging_in(&mut self) -> &mut [u32] {
-        self.buf.staging_in()
-    }
-
-    fn staging_out(&self) -> &[u32] {
-        self.buf.staging_out()
-    }
-
-    fn run(
-        &mut self,
+/// The simulated device's [`Pacer`]: each phase waits for its engine and is paced to the
+/// profile's prediction; every successful run is recorded (see the module docs).
+impl Pacer for SimBackend {
+    fn targets(
+        &self,
         job: &dyn Job,
         n: usize,
         in_words: usize,
         out_words: usize,
         phases: Phases,
-    ) -> Result<PhaseTimes, OffloadError> {
-        self.buf.check_shape(in_words, out_words)?;
-        let (mut times, mut target) = (PhaseTimes::default(), PhaseTimes::default());
-        let buf = &mut self.buf;
+    ) -> PhaseTimes {
+        let mut target = PhaseTimes::default();
         if phases.h2d {
-            target.h2d = self.sim.h2d_time(4.0 * in_words as f64);
-            let _engine = self.sim.engines[0].lock();
-            times.h2d = paced(target.h2d, || buf.h2d(in_words)).1;
+            target.h2d = self.h2d_time(4.0 * in_words as f64);
         }
         if phases.kernel {
             target.kernel = self
-                .sim
                 .slot_work(job.name(), n, out_words)
-                .and_then(|w| self.sim.kernel_time(job.name(), w))
+                .and_then(|w| self.kernel_time(job.name(), w))
                 .unwrap_or(Duration::ZERO);
-            let _engine = self.sim.engines[1].lock();
-            let (r, t) = paced(target.kernel, || buf.kernel(job, n, in_words, out_words));
-            r?;
-            times.kernel = t;
         }
         if phases.d2h {
-            target.d2h = self.sim.d2h_time(4.0 * out_words as f64);
-            let _engine = self.sim.engines[2].lock();
-            times.d2h = paced(target.d2h, || buf.d2h(out_words)).1;
+            target.d2h = self.d2h_time(4.0 * out_words as f64);
         }
-        self.sim.record(Pacing { job: job.name(), n, in_words, out_words, target, measured: times });
-        Ok(times)
+        target
+    }
+
+    fn phase<T>(&self, engine: Engine, target: Duration, work: impl FnOnce() -> T) -> (T, Duration) {
+        let _engine = self.engines[engine as usize].lock();
+        paced(target, work)
+    }
+
+    fn record(
+        &self,
+        job: &dyn Job,
+        n: usize,
+        in_words: usize,
+        out_words: usize,
+        target: PhaseTimes,
+        measured: PhaseTimes,
+    ) {
+        self.push_pacing(Pacing { job: job.name(), n, in_words, out_words, target, measured });
     }
 }
