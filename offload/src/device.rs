@@ -17,8 +17,8 @@
 //! The bulk helpers ([`Device::run_bulk`], [`Device::sgemm`], [`Device::pi_hits`],
 //! [`Device::option_paths_sum`]) are one-shot calls for examples that time a whole problem
 //! on the device; the [`Batcher`](crate::Batcher) is the path for many small submits.
-use crate::backend::{Backend, Job, PhaseTimes, Phases};
-use crate::cuda::{CudaBackend, FirstUse, SyncMode};
+use crate::backend::{Backend, PhaseTimes, Phases};
+use crate::cuda::{CudaBackend, CudaJob, FirstUse, SyncMode};
 use crate::error::OffloadError;
 use crate::host::HostBackend;
 use crate::model::DeviceProfile;
@@ -281,7 +281,7 @@ impl Device {
     /// otherwise H2D, kernel and D2H are all timed.
     pub fn run_bulk(
         &self,
-        job: &dyn Job,
+        job: &dyn CudaJob,
         n: usize,
         input: &[u32],
         in_words: usize,

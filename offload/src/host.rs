@@ -18,6 +18,7 @@
 //! profile's prediction (the Host's `NoPacing` does nothing), so a simulated and a Host slot
 //! compute identical outputs. There is no `unsafe` in this module.
 use crate::backend::{host_available, Backend, Job, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
+use crate::cuda::CudaJob;
 use crate::error::OffloadError;
 use gmprt_kernels::KernelError;
 use std::time::{Duration, Instant};
@@ -251,7 +252,7 @@ impl<P: Pacer> Slot for HostSlot<P> {
 
     fn run(
         &mut self,
-        job: &dyn Job,
+        job: &dyn CudaJob,
         n: usize,
         in_words: usize,
         out_words: usize,

@@ -25,7 +25,7 @@ pub mod timeline;
 
 pub use backend::{Available, Backend, Job, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
 pub use batcher::{Batcher, BatcherConfig, Occupancy, Placement, Submit};
-pub use cuda::{loaded_libraries, FirstUse, LaunchCosts, LoadedLib, SyncMode};
+pub use cuda::{loaded_libraries, CudaJob, FirstUse, LaunchCosts, LoadedLib, SyncMode};
 pub use device::{Device, DeviceKind, PROFILE_ENV};
 pub use error::OffloadError;
 pub use host::HostBackend;

@@ -36,7 +36,7 @@
 use super::fit::{LinFit, Sample};
 use super::profile::{CpuFit, DeviceProfile, KernelProfile, ProfileSource, Size, TransferProfile};
 use crate::backend::{Job, Phases, Slot};
-use crate::cuda::LaunchCtx;
+use crate::cuda::{CudaJob, LaunchCtx};
 use crate::device::{Device, DeviceKind};
 use crate::error::OffloadError;
 use crate::jobs::{BlackScholes, Saxpy};
@@ -250,6 +250,9 @@ impl Job for DeviceCopy {
         black_box(&output[..n]);
         Ok(())
     }
+}
+
+impl CudaJob for DeviceCopy {
     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
         if !n.is_multiple_of(4) || n > ctx.input.len() || n > ctx.output.len() {
             return Err(OffloadError::Config(format!(
@@ -286,6 +289,9 @@ impl Job for Noop {
     fn run_host(&self, _n: usize, _input: &[u32], _output: &mut [u32]) -> Result<(), String> {
         Ok(())
     }
+}
+
+impl CudaJob for Noop {
     fn launch_cuda(&self, _ctx: &mut LaunchCtx<'_>, _n: usize) -> Result<(), OffloadError> {
         Ok(())
     }
@@ -332,7 +338,7 @@ pub fn calibrate(device: &Device, opts: &CalibrateOptions) -> Result<DeviceProfi
 fn launch(device: &Device, reps: usize, warm_up: Duration) -> Result<(f64, f64), OffloadError> {
     let mut slot = device.backend().new_slot(2, 1)?;
     let (noop, sx) = (Noop, Saxpy { a: 1.0 });
-    let job: &dyn Job = if device.kind() == DeviceKind::Cuda { &sx } else { &noop };
+    let job: &dyn CudaJob = if device.kind() == DeviceKind::Cuda { &sx } else { &noop };
     slot.run(job, 1, 2, 1, Phases::ALL)?;
     // Each `run` synchronises, so this is a loop of launch + sync until `warm_up` has passed.
     let start = Instant::now();
@@ -448,7 +454,7 @@ pub fn mc_contract() -> Contract {
 /// Kernel phase of `job` over `n` items already uploaded to `slot`.
 fn slot_kernel(
     slot: &mut dyn Slot,
-    job: &dyn Job,
+    job: &dyn CudaJob,
     n: usize,
     (iw, ow): (usize, usize),
     reps: usize,
