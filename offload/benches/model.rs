@@ -24,8 +24,9 @@
 //!
 //! Run: `cargo bench -p gmprt-offload --bench model` (about a minute on the 2-core VM).
 use criterion::{criterion_group, criterion_main, Criterion};
+use gmprt_offload::calibrate::{calibrate, mc_contract, CalibrateOptions, CpuKernels};
 use gmprt_offload::kernels::black_scholes;
-use gmprt_offload::model::{calibrate, mc_contract, CalibrateOptions, CostModel, CpuKernels, Residency};
+use gmprt_offload::model::{CostModel, Residency};
 use gmprt_offload::{BlackScholes, CudaJob, Device, Phases, Saxpy};
 use gmprt_runtime::Runtime;
 use std::hint::black_box;

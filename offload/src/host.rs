@@ -40,7 +40,7 @@ impl HostBackend {
         HostBackend { threads: host_threads(), reason }
     }
 
-    /// CPU threads available to this process ([`host_threads`](crate::pool::host_threads)):
+    /// CPU threads available to this process ([`host_threads`]):
     /// how many parts the bulk helpers of [`Device`](crate::Device) split their work into, run
     /// on the [`HostPool`](crate::pool::HostPool).
     pub fn threads(&self) -> usize {

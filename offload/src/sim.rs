@@ -55,7 +55,9 @@
 use crate::backend::{host_available, Backend, Job, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
 use crate::error::OffloadError;
 use crate::host::{Engine, HostSlot, Pacer};
-use crate::model::{DeviceProfile, KernelProfile, Size};
+use crate::model::{duration, DeviceProfile, Size};
+#[cfg(doc)]
+use crate::model::{profile_kernel_name, KernelProfile};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -82,31 +84,6 @@ pub struct Pacing {
     pub target: PhaseTimes,
     /// The duration each phase took, as [`Slot::run`] returned it: never less than `target`.
     pub measured: PhaseTimes,
-}
-
-/// The profile kernel a job's [`Job::name`] is paced by: `black_scholes`, `saxpy`,
-/// `monte_carlo` map to themselves; `sgemm`, `small_sgemm` and `sgemm_batched` map to `sgemm`.
-/// Any other name maps to itself (and is paced only if the profile has a kernel of that name).
-pub fn profile_kernel_name(job_name: &str) -> &str {
-    match job_name {
-        "sgemm" | "small_sgemm" | "sgemm_batched" => "sgemm",
-        other => other,
-    }
-}
-
-/// The profile's kernel for `job_name` (via [`profile_kernel_name`]), if it has one.
-pub fn find_kernel<'p>(profile: &'p DeviceProfile, job_name: &str) -> Option<&'p KernelProfile> {
-    let want = profile_kernel_name(job_name);
-    profile.kernels.iter().find(|k| k.name == want)
-}
-
-/// Seconds → `Duration`, clamping negative / non-finite predictions to zero.
-pub(crate) fn secs(s: f64) -> Duration {
-    if s.is_finite() && s > 0.0 {
-        Duration::from_secs_f64(s.min(1e6))
-    } else {
-        Duration::ZERO
-    }
 }
 
 /// Runs `work`, then waits until `predicted` has elapsed since the call began; returns the
@@ -169,25 +146,26 @@ impl SimBackend {
 
     /// Predicted H2D time of `bytes` (pinned).
     pub fn h2d_time(&self, bytes: f64) -> Duration {
-        secs(self.profile.h2d.pinned.eval(bytes))
+        duration(self.profile.h2d.pinned.eval(bytes))
     }
 
     /// Predicted D2H time of `bytes` (pinned).
     pub fn d2h_time(&self, bytes: f64) -> Duration {
-        secs(self.profile.d2h.pinned.eval(bytes))
+        duration(self.profile.d2h.pinned.eval(bytes))
     }
 
     /// Predicted kernel time (the launch overhead included) of `work` units of the profile kernel
     /// for `job_name`; `None` when the profile has no such kernel.
     pub fn kernel_time(&self, job_name: &str, work: f64) -> Option<Duration> {
-        find_kernel(&self.profile, job_name)
-            .map(|k| secs(self.profile.launch_overhead() + k.device.eval(work)))
+        self.profile
+            .job_kernel(job_name)
+            .map(|k| duration(self.profile.launch_overhead() + k.device.eval(work)))
     }
 
     /// Work units of a slot run of `job_name` over `n` items writing `out_words` words (see
     /// the module docs); `None` when the profile has no such kernel.
     pub fn slot_work(&self, job_name: &str, n: usize, out_words: usize) -> Option<f64> {
-        let k = find_kernel(&self.profile, job_name)?;
+        let k = self.profile.job_kernel(job_name)?;
         Some(match k.size {
             Size::Items { .. } => k.size.work(n as f64),
             Size::MatrixN => {

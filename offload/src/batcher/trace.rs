@@ -50,8 +50,8 @@
 //! With tracing off (no recorder when the Batcher was created) the Batcher does nothing of
 //! this: one branch per batch on the worker and one per opened batch on the submit path.
 use crate::backend::PhaseTimes;
+use crate::model::duration as secs;
 use crate::model::{CostModel, Residency};
-use crate::sim::secs;
 use crate::timeline::{CloseReason, Side};
 use gmprt_runtime::trace::{Lane, Recorder};
 use serde_json::json;
@@ -168,7 +168,7 @@ impl SlotTrace {
     fn model_twin(&mut self, m: &Marks, run: u64, model: &CostModel, kernel: &str, procs: usize) {
         let r = &self.rec;
         let lane = *self.model_lane.1.get_or_insert_with(|| r.lane("offload", &self.model_lane.0));
-        let name = crate::sim::profile_kernel_name(kernel);
+        let name = crate::model::profile_kernel_name(kernel);
         let phases: Result<Vec<(&'static str, Duration)>, String> = match m.side {
             Side::Gpu => model
                 .predict(name, m.n as f64, Residency::Host, 0.0)
