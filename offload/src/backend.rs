@@ -28,6 +28,24 @@ use std::time::Duration;
 /// How to compute a batch of `n` items on the host, device-neutral: what placement, the CPU
 /// side of a Batcher and the Host and simulated slots need. The CUDA launch of the same job
 /// is [`CudaJob`].
+///
+/// ```
+/// use gmprt_offload::Job;
+/// /// Doubles every word: a host-only job.
+/// struct Double;
+/// impl Job for Double {
+///     fn name(&self) -> &'static str {
+///         "double"
+///     }
+///     fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
+///         output[..n].iter_mut().zip(input).for_each(|(o, i)| *o = 2 * i);
+///         Ok(())
+///     }
+/// }
+/// let mut out = [0; 3];
+/// Double.run_host(3, &[1, 2, 3], &mut out).unwrap();
+/// assert_eq!(out, [2, 4, 6]);
+/// ```
 pub trait Job: Sync {
     /// Short kernel name for timelines and errors (`"black_scholes"`).
     fn name(&self) -> &'static str;
@@ -79,6 +97,20 @@ pub trait Backend: Send + Sync {
 }
 
 /// One stream plus its reusable buffers. Owned by one thread at a time.
+///
+/// Uploading once and then timing the kernel alone (data resident on the device):
+/// ```
+/// use gmprt_offload::{Device, Phases, Saxpy};
+/// let mut slot = Device::host().backend().new_slot(4, 2).unwrap();
+/// let words: Vec<u32> = [1.0f32, 2.0, 10.0, 20.0].iter().map(|x| x.to_bits()).collect();
+/// slot.staging_in().copy_from_slice(&words); // x = [1, 2], y = [10, 20]
+/// let only = |h2d, kernel, d2h| Phases { h2d, kernel, d2h };
+/// slot.run(&Saxpy { a: 3.0 }, 2, 4, 2, only(true, false, false)).unwrap();
+/// let t = slot.run(&Saxpy { a: 3.0 }, 2, 4, 2, only(false, true, false)).unwrap();
+/// assert!(t.h2d.is_zero() && t.d2h.is_zero()); // phases not run take no time
+/// slot.run(&Saxpy { a: 3.0 }, 2, 4, 2, only(false, false, true)).unwrap();
+/// assert_eq!(slot.staging_out().iter().map(|w| f32::from_bits(*w)).collect::<Vec<_>>(), [13.0, 26.0]);
+/// ```
 pub trait Slot: Send {
     /// Pinned (on CUDA) input staging; the first `in_words` of a run are uploaded.
     ///

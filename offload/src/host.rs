@@ -27,6 +27,17 @@ use std::time::{Duration, Instant};
 pub(crate) use crate::pool::host_threads;
 
 /// The CPU standing in for a GPU. Cheap to create; holds no threads of its own.
+///
+/// ```
+/// use gmprt_offload::{Backend, HostBackend, Phases, Saxpy};
+/// let host = HostBackend::new(Some("no GPU in this doctest".into()));
+/// assert!(host.describe().contains("no GPU in this doctest"));
+/// // One slot of 2 input words and 1 output word: SAXPY of one item, 2·3 + 1.
+/// let mut slot = host.new_slot(2, 1).unwrap();
+/// slot.staging_in().copy_from_slice(&[3.0f32.to_bits(), 1.0f32.to_bits()]);
+/// slot.run(&Saxpy { a: 2.0 }, 1, 2, 1, Phases::ALL).unwrap();
+/// assert_eq!(f32::from_bits(slot.staging_out()[0]), 7.0);
+/// ```
 #[derive(Clone, Debug)]
 pub struct HostBackend {
     threads: usize,

@@ -21,6 +21,22 @@ use gmprt_kernels::{saxpy, sgemm, InvalidInput, KernelError};
 /// exactly `n * in_words()` words and, after the run, reads each result with
 /// [`gather`](BatchKernel::gather) from exactly `n * out_words()` output words. `n` is at
 /// least 1 and at most the Batcher's `max_batch`.
+///
+/// What a Batcher does with a batch, by hand, on the host:
+/// ```
+/// use gmprt_offload::{BatchKernel, Job, Saxpy};
+/// let k = Saxpy { a: 2.0 };
+/// let items = [(1.0, 0.5), (2.0, 0.5), (3.0, 0.5)];
+/// assert!(items.iter().enumerate().all(|(i, x)| k.validate(x, i).is_ok()));
+/// let mut input = vec![0; items.len() * k.in_words()];
+/// k.stage(&items, &mut input);
+/// let mut output = vec![0; items.len() * k.out_words()];
+/// k.run_host(items.len(), &input, &mut output).unwrap();
+/// let ys: Vec<f32> = (0..items.len()).map(|i| k.gather(items.len(), &output, i)).collect();
+/// assert_eq!(ys, [2.5, 4.5, 6.5]);
+/// // A bad item fails alone, at submit, naming its field.
+/// assert!(k.validate(&(f32::NAN, 0.0), 7).unwrap_err().to_string().contains('x'));
+/// ```
 pub trait BatchKernel: CudaJob + Send + Sync + 'static {
     /// What a task submits.
     type Item: Send + Sync + 'static;

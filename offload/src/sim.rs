@@ -109,6 +109,19 @@ pub(crate) fn paced<T>(predicted: Duration, work: impl FnOnce() -> T) -> (T, Dur
 
 /// A GPU simulated from a [`DeviceProfile`]: CPU compute, profile-paced phases (see the
 /// module docs). Holds no threads; slots compute on the thread that runs them.
+///
+/// ```
+/// use gmprt_offload::model::DeviceProfile;
+/// use gmprt_offload::{Backend, Phases, Saxpy, SimBackend};
+/// let sim = SimBackend::new(DeviceProfile::published_h100());
+/// assert!(sim.describe().contains("simulated from"));
+/// let mut slot = sim.new_slot(2, 1).unwrap();
+/// slot.staging_in().copy_from_slice(&[3.0f32.to_bits(), 1.0f32.to_bits()]);
+/// slot.run(&Saxpy { a: 2.0 }, 1, 2, 1, Phases::ALL).unwrap();
+/// assert_eq!(f32::from_bits(slot.staging_out()[0]), 7.0); // what the Host device computes
+/// let paced = sim.pacings();
+/// assert_eq!((paced.len(), paced[0].job, paced[0].n), (1, "saxpy", 1));
+/// ```
 #[derive(Clone, Debug)]
 pub struct SimBackend {
     profile: DeviceProfile,

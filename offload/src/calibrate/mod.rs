@@ -80,6 +80,13 @@ impl Default for CalibrateOptions {
 
 impl CalibrateOptions {
     /// The quick pass on all host threads, 3 repeats.
+    ///
+    /// ```
+    /// use gmprt_offload::calibrate::CalibrateOptions;
+    /// let q = CalibrateOptions::quick();
+    /// assert!(q.quick && q.repeats == 3);
+    /// assert_eq!(q.max_procs, CalibrateOptions::default().max_procs);
+    /// ```
     pub fn quick() -> Self {
         CalibrateOptions { repeats: 3, quick: true, ..CalibrateOptions::default() }
     }
@@ -206,6 +213,11 @@ pub fn calibrate(device: &Device, opts: &CalibrateOptions) -> Result<DeviceProfi
 
 /// The contract whose paths calibration times Monte Carlo with: an at-the-money one-year call
 /// (the cost per path does not depend on it; a fixed one keeps runs comparable).
+///
+/// ```
+/// let c = gmprt_offload::calibrate::mc_contract();
+/// assert_eq!((c.spot, c.strike, c.t), (100.0, 100.0, 1.0));
+/// ```
 pub fn mc_contract() -> Contract {
     Contract {
         spot: 100.0,
