@@ -163,8 +163,9 @@ impl Plan {
             bs,
             saxpy,
             sgemm: mm,
-            // Host Monte Carlo spawns a scoped thread per host thread per call (tens of µs, and
-            // milliseconds when the machine is loaded): Host starts at 16k paths (~100 µs).
+            // Host Monte Carlo hands a part per host thread to the host pool per call (a wake-up
+            // each; it used to start a thread each, tens of µs and milliseconds under load):
+            // Host starts at 16k paths (~100 µs).
             mc_paths: mc,
             procs,
             reps: if opts.quick { opts.repeats.clamp(1, 5) } else { opts.repeats.max(1) },
