@@ -25,9 +25,8 @@
 //! * a path: a profile saved earlier as JSON (`DeviceProfile::save`).
 //!
 //! `--help` lists every flag; bad flags exit 2 with the reason.
-use gmprt::offload::model::{
-    calibrate, Breakdown, CalibrateOptions, CostModel, Crossover, DeviceProfile, ProfileSource, Residency,
-};
+use gmprt::offload::calibrate::{calibrate, CalibrateOptions};
+use gmprt::offload::model::{Breakdown, CostModel, Crossover, DeviceProfile, ProfileSource, Residency};
 use gmprt::offload::{Device, DeviceKind};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};

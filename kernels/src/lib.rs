@@ -22,9 +22,11 @@ pub mod error;
 pub mod isa;
 pub mod math;
 pub mod monte_carlo;
+pub mod parallel;
 pub mod philox;
 pub mod saxpy;
 pub mod sgemm;
 
 pub use error::{InvalidInput, KernelError};
 pub use isa::Isa;
+pub use parallel::{Parallel, ScopedThreads};

@@ -32,6 +32,9 @@
 //! a per-call thread count; [`sgemm_crate`] therefore uses it without the `threading` feature
 //! and runs `threads` single-threaded calls on contiguous row blocks of C (scoped threads),
 //! which measured within the noise of the crate's own threading (last two rows).
+//! [`sgemm_crate_on`] runs the same blocks on a caller's [`Parallel`] executor instead (the
+//! offload crate passes its persistent host pool, so a call starts no thread).
+use crate::parallel::{Parallel, ScopedThreads, Task};
 use crate::{Isa, KernelError};
 use std::ops::Range;
 
@@ -318,7 +321,8 @@ fn mm_call(rows: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32])
 ///
 /// The crate is `matrixmultiply` (see the module docs for the measurement and for why the
 /// threads are ours: `threads` contiguous row blocks of C, one single-threaded call each, on
-/// scoped threads; `threads = 0` means [`std::thread::available_parallelism`]).
+/// scoped threads; `threads = 0` means [`std::thread::available_parallelism`]). This is
+/// [`sgemm_crate_on`] with [`ScopedThreads`].
 ///
 /// # Examples
 ///
@@ -341,9 +345,26 @@ pub fn sgemm_crate(
     c: &mut [f32],
     threads: usize,
 ) -> Result<(), KernelError> {
+    sgemm_crate_on(&ScopedThreads, m, n, k, a, b, c, threads)
+}
+
+/// As [`sgemm_crate`], with the row blocks run by `par` (a persistent pool, say) instead of
+/// scoped threads started per call; `threads = 0` means [`Parallel::threads`]. The blocks are
+/// the same for every executor, so the results are bit-identical.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_crate_on(
+    par: &dyn Parallel,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[f32],
+    b: &[f32],
+    c: &mut [f32],
+    threads: usize,
+) -> Result<(), KernelError> {
     check_shapes(m, n, k, a.len(), b.len(), c.len())?;
     let threads = match threads {
-        0 => std::thread::available_parallelism().map_or(1, |t| t.get()),
+        0 => par.threads(),
         t => t,
     }
     .min(m.max(1));
@@ -352,21 +373,16 @@ pub fn sgemm_crate(
         return Ok(());
     }
     let rows_per = m.div_ceil(threads);
-    std::thread::scope(|s| {
-        let mut blocks = c.chunks_mut(rows_per * n).enumerate();
-        // The calling thread takes the first block itself: one thread fewer to spawn and wake
-        // per call (tens of µs each on a VM), and the caller does not sit idle.
-        let first = blocks.next();
-        for (t, c_block) in blocks {
+    let tasks: Vec<Task<'_>> = c
+        .chunks_mut(rows_per * n)
+        .enumerate()
+        .map(|(t, c_block)| {
             let rows = c_block.len() / n;
             let a_block = &a[t * rows_per * k..(t * rows_per + rows) * k];
-            s.spawn(move || mm_call(rows, n, k, a_block, b, c_block));
-        }
-        if let Some((_, c_block)) = first {
-            let rows = c_block.len() / n;
-            mm_call(rows, n, k, &a[..rows * k], b, c_block);
-        }
-    });
+            Box::new(move || mm_call(rows, n, k, a_block, b, c_block)) as Task<'_>
+        })
+        .collect();
+    par.run_all(tasks);
     Ok(())
 }
 

@@ -1,9 +1,11 @@
 //! SGEMM rungs against an f64 product, shape errors, the row-block entry and the batched
 //! word layout.
+use gmprt_kernels::parallel::Task;
 use gmprt_kernels::sgemm::{
-    check_shapes, sgemm_batched_words, sgemm_crate, sgemm_naive, sgemm_rows, sgemm_rows_isa,
+    check_shapes, sgemm_batched_words, sgemm_crate, sgemm_crate_on, sgemm_naive, sgemm_rows, sgemm_rows_isa,
 };
-use gmprt_kernels::{Isa, KernelError};
+use gmprt_kernels::{Isa, KernelError, Parallel};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Deterministic values in [-1, 1).
 fn fill(len: usize, seed: u64) -> Vec<f32> {
@@ -68,6 +70,44 @@ fn all_rungs_match_f64() {
             sgemm_crate(m, n, k, &a, &b, &mut c, threads).unwrap();
             check(m, n, k, &a, &b, &c, &format!("crate/{threads}"));
         }
+    }
+}
+
+/// Runs the parts one after another on the calling thread, in reverse order, counting them:
+/// an executor as unlike scoped threads as can be.
+struct Sequential {
+    threads: usize,
+    parts: AtomicUsize,
+}
+
+impl Parallel for Sequential {
+    fn threads(&self) -> usize {
+        self.threads
+    }
+
+    fn run_all(&self, tasks: Vec<Task<'_>>) {
+        self.parts.fetch_add(tasks.len(), Ordering::Relaxed);
+        for t in tasks.into_iter().rev() {
+            t();
+        }
+    }
+}
+
+#[test]
+fn executor_does_not_change_the_bits() {
+    let (m, n, k) = (37, 45, 29);
+    let a = fill(m * k, 9);
+    let b = fill(k * n, 10);
+    for threads in [0, 2, 3, 5] {
+        let mut scoped = vec![f32::NAN; m * n];
+        let seq = Sequential { threads: 4, parts: AtomicUsize::new(0) };
+        sgemm_crate(m, n, k, &a, &b, &mut scoped, if threads == 0 { 4 } else { threads }).unwrap();
+        let mut other = vec![f32::NAN; m * n];
+        sgemm_crate_on(&seq, m, n, k, &a, &b, &mut other, threads).unwrap();
+        let bits = |c: &[f32]| c.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&scoped), bits(&other), "threads {threads}");
+        let want = if threads == 0 { 4 } else { threads };
+        assert_eq!(seq.parts.load(Ordering::Relaxed), want, "threads = 0 takes the executor's count");
     }
 }
 

@@ -24,9 +24,10 @@
 //!
 //! Run: `cargo bench -p gmprt-offload --bench model` (about a minute on the 2-core VM).
 use criterion::{criterion_group, criterion_main, Criterion};
+use gmprt_offload::calibrate::{calibrate, mc_contract, CalibrateOptions, CpuKernels};
 use gmprt_offload::kernels::black_scholes;
-use gmprt_offload::model::{calibrate, mc_contract, CalibrateOptions, CostModel, CpuKernels, Residency};
-use gmprt_offload::{BlackScholes, Device, Job, Phases, Saxpy};
+use gmprt_offload::model::{CostModel, Residency};
+use gmprt_offload::{BlackScholes, CudaJob, Device, Phases, Saxpy};
 use gmprt_runtime::Runtime;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -47,7 +48,7 @@ const PIPE_BATCHES: usize = 16;
 /// Wall seconds per batch of [`PIPE_BATCHES`] batches of `job` over `n` items through `slots`
 /// slots of `dev`, one thread per slot (batches dealt round-robin), each batch staged from
 /// `input` into the slot and run with every phase.
-fn pipeline_per_batch<J: Job>(
+fn pipeline_per_batch<J: CudaJob>(
     dev: &Device,
     job: &J,
     n: usize,
@@ -82,7 +83,7 @@ fn median(mut f: impl FnMut() -> f64) -> f64 {
 }
 
 /// (kernel resident, end to end) seconds of an item kernel through one slot of `dev`.
-fn slot_times(dev: &Device, job: &dyn Job, n: usize, input: &[u32], ow: usize) -> (f64, f64) {
+fn slot_times(dev: &Device, job: &dyn CudaJob, n: usize, input: &[u32], ow: usize) -> (f64, f64) {
     let iw = input.len();
     let mut slot = dev.backend().new_slot(iw, ow).expect("slot");
     slot.staging_in()[..iw].copy_from_slice(input);

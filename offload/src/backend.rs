@@ -1,6 +1,12 @@
 //! What a device must provide to run one batch: a [`Backend`] makes [`Slot`]s; a slot is one
 //! stream with its own pinned staging buffers and device buffers, reused for every batch it
-//! runs. A [`Job`] says how to compute a batch on either kind of device.
+//! runs. A [`Job`] says how to compute a batch on the host; a job that can also be launched
+//! on a GPU implements [`CudaJob`] (in [`crate::cuda`]) too, and that is what a slot runs.
+//!
+//! Dependencies: [`Job`] names no device. The one place this module names CUDA is the job
+//! type of [`Slot::run`], `&dyn CudaJob`, because a slot of any backend may be handed the same
+//! job (Host and simulated slots call its [`Job::run_host`], CUDA slots its
+//! [`CudaJob::launch_cuda`]).
 //!
 //! Protocol of one batch on a slot (the Batcher's slot worker drives it, one batch at a time
 //! per slot; two slots give two batches in flight, so the copy of one overlaps the kernel of
@@ -14,20 +20,38 @@
 //!
 //! [`Phases`] lets a caller run a subset — upload once and then time the kernel alone, which
 //! is how "data already on the device" is measured.
+use crate::cuda::CudaJob;
 use crate::error::OffloadError;
 use std::fmt;
 use std::time::Duration;
 
-/// How to compute a batch of `n` items on each kind of device.
+/// How to compute a batch of `n` items on the host, device-neutral: what placement, the CPU
+/// side of a Batcher and the Host and simulated slots need. The CUDA launch of the same job
+/// is [`CudaJob`].
+///
+/// ```
+/// use gmprt_offload::Job;
+/// /// Doubles every word: a host-only job.
+/// struct Double;
+/// impl Job for Double {
+///     fn name(&self) -> &'static str {
+///         "double"
+///     }
+///     fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
+///         output[..n].iter_mut().zip(input).for_each(|(o, i)| *o = 2 * i);
+///         Ok(())
+///     }
+/// }
+/// let mut out = [0; 3];
+/// Double.run_host(3, &[1, 2, 3], &mut out).unwrap();
+/// assert_eq!(out, [2, 4, 6]);
+/// ```
 pub trait Job: Sync {
     /// Short kernel name for timelines and errors (`"black_scholes"`).
     fn name(&self) -> &'static str;
     /// Host: compute `output` words from `input` words (both column-major, stride `n`).
     /// An `Err` fails the whole batch with that message.
     fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String>;
-    /// CUDA: enqueue the computation on `ctx`'s stream, reading `ctx`'s input buffer and
-    /// writing its output buffer. Must not synchronise.
-    fn launch_cuda(&self, ctx: &mut crate::cuda::LaunchCtx<'_>, n: usize) -> Result<(), OffloadError>;
 }
 
 /// Which phases [`Slot::run`] performs.
@@ -73,6 +97,20 @@ pub trait Backend: Send + Sync {
 }
 
 /// One stream plus its reusable buffers. Owned by one thread at a time.
+///
+/// Uploading once and then timing the kernel alone (data resident on the device):
+/// ```
+/// use gmprt_offload::{Device, Phases, Saxpy};
+/// let mut slot = Device::host().backend().new_slot(4, 2).unwrap();
+/// let words: Vec<u32> = [1.0f32, 2.0, 10.0, 20.0].iter().map(|x| x.to_bits()).collect();
+/// slot.staging_in().copy_from_slice(&words); // x = [1, 2], y = [10, 20]
+/// let only = |h2d, kernel, d2h| Phases { h2d, kernel, d2h };
+/// slot.run(&Saxpy { a: 3.0 }, 2, 4, 2, only(true, false, false)).unwrap();
+/// let t = slot.run(&Saxpy { a: 3.0 }, 2, 4, 2, only(false, true, false)).unwrap();
+/// assert!(t.h2d.is_zero() && t.d2h.is_zero()); // phases not run take no time
+/// slot.run(&Saxpy { a: 3.0 }, 2, 4, 2, only(false, false, true)).unwrap();
+/// assert_eq!(slot.staging_out().iter().map(|w| f32::from_bits(*w)).collect::<Vec<_>>(), [13.0, 26.0]);
+/// ```
 pub trait Slot: Send {
     /// Pinned (on CUDA) input staging; the first `in_words` of a run are uploaded.
     ///
@@ -87,7 +125,7 @@ pub trait Slot: Send {
     /// slot stays usable for the next batch.
     fn run(
         &mut self,
-        job: &dyn Job,
+        job: &dyn CudaJob,
         n: usize,
         in_words: usize,
         out_words: usize,

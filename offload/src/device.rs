@@ -17,11 +17,12 @@
 //! The bulk helpers ([`Device::run_bulk`], [`Device::sgemm`], [`Device::pi_hits`],
 //! [`Device::option_paths_sum`]) are one-shot calls for examples that time a whole problem
 //! on the device; the [`Batcher`](crate::Batcher) is the path for many small submits.
-use crate::backend::{Backend, Job, PhaseTimes, Phases};
-use crate::cuda::{CudaBackend, FirstUse, SyncMode};
+use crate::backend::{Backend, PhaseTimes, Phases};
+use crate::cuda::{CudaBackend, CudaJob, FirstUse, SyncMode};
 use crate::error::OffloadError;
 use crate::host::HostBackend;
 use crate::model::DeviceProfile;
+use crate::pool::{host_threads, HostPool};
 use crate::sim::{paced, SimBackend};
 use gmprt_kernels::black_scholes::{self, Contract};
 use gmprt_kernels::{monte_carlo, sgemm, KernelError};
@@ -254,11 +255,15 @@ impl Device {
     /// [`CudaBackend::warm_up`] (every module compiled and loaded, the one-shot operations'
     /// cuBLAS handle created; each slot also warms itself when it is created, so a
     /// [`Batcher`](crate::Batcher), [`Device::run_bulk`] or a calibration never times a
-    /// compile). Host and simulated devices have none: `Ok(None)`.
+    /// compile). Host and simulated devices start the [`HostPool`]'s threads (so the first
+    /// bulk helper does not time their start) and report no costs: `Ok(None)`.
     pub fn warm_up(&self) -> Result<Option<FirstUse>, OffloadError> {
         match &*self.inner {
             Inner::Cuda(c) => c.warm_up().map(Some),
-            Inner::Host(_) | Inner::Sim(_) => Ok(None),
+            Inner::Host(_) | Inner::Sim(_) => {
+                HostPool::global();
+                Ok(None)
+            }
         }
     }
 
@@ -276,7 +281,7 @@ impl Device {
     /// otherwise H2D, kernel and D2H are all timed.
     pub fn run_bulk(
         &self,
-        job: &dyn Job,
+        job: &dyn CudaJob,
         n: usize,
         input: &[u32],
         in_words: usize,
@@ -303,7 +308,7 @@ impl Device {
     }
 
     /// C = A·B, row-major (A m×k, B k×n, C m×n). Host: the GEMM crate
-    /// ([`sgemm::sgemm_crate`]) on all host threads, timed as `kernel`; CUDA: cuBLAS with
+    /// ([`sgemm::sgemm_crate_on`]) on the [`HostPool`], timed as `kernel`; CUDA: cuBLAS with
     /// event-timed H2D, kernel and D2H; simulated: as Host, with H2D (`4(mk + kn)` bytes),
     /// kernel (`2mnk` flops of the profile's `sgemm`) and D2H (`4mn` bytes) paced by the
     /// profile.
@@ -321,16 +326,17 @@ impl Device {
             Inner::Host(h) => {
                 sgemm::check_shapes(m, n, k, a.len(), b.len(), c.len())?;
                 let t = Instant::now();
-                sgemm::sgemm_crate(m, n, k, a, b, c, h.threads())?;
+                sgemm::sgemm_crate_on(HostPool::global(), m, n, k, a, b, c, h.threads())?;
                 Ok(PhaseTimes { kernel: t.elapsed(), ..PhaseTimes::default() })
             }
             Inner::Sim(s) => {
                 sgemm::check_shapes(m, n, k, a.len(), b.len(), c.len())?;
-                let threads = crate::host::host_threads();
                 let ((), h2d) = paced(s.h2d_time(4.0 * (m * k + k * n) as f64), || ());
                 let flops = 2.0 * m as f64 * n as f64 * k as f64;
                 let predicted = s.kernel_time("sgemm", flops).unwrap_or(Duration::ZERO);
-                let (r, kernel) = paced(predicted, || sgemm::sgemm_crate(m, n, k, a, b, c, threads));
+                let (r, kernel) = paced(predicted, || {
+                    sgemm::sgemm_crate_on(HostPool::global(), m, n, k, a, b, c, host_threads())
+                });
                 r?;
                 let ((), d2h) = paced(s.d2h_time(4.0 * (m * n) as f64), || ());
                 Ok(PhaseTimes { h2d, kernel, d2h })
@@ -347,21 +353,23 @@ impl Device {
             Inner::Cuda(cuda) => cuda.pi_hits(seed, blocks),
             Inner::Host(h) => {
                 let t = Instant::now();
-                let hits = split_blocks(blocks, h.threads(), |first, count| {
-                    monte_carlo::pi_hits(seed, first, count)
-                })
-                .into_iter()
-                .sum();
+                let hits = HostPool::global()
+                    .split_blocks(blocks, h.threads(), |first, count| {
+                        monte_carlo::pi_hits(seed, first, count)
+                    })
+                    .into_iter()
+                    .sum();
                 Ok((hits, PhaseTimes { kernel: t.elapsed(), ..PhaseTimes::default() }))
             }
             Inner::Sim(s) => {
                 let predicted = s.kernel_time("monte_carlo", 4.0 * blocks as f64).unwrap_or(Duration::ZERO);
                 let (hits, kernel) = paced(predicted, || {
-                    split_blocks(blocks, crate::host::host_threads(), |first, count| {
-                        monte_carlo::pi_hits(seed, first, count)
-                    })
-                    .into_iter()
-                    .sum()
+                    HostPool::global()
+                        .split_blocks(blocks, host_threads(), |first, count| {
+                            monte_carlo::pi_hits(seed, first, count)
+                        })
+                        .into_iter()
+                        .sum()
                 });
                 Ok((hits, PhaseTimes { kernel, ..PhaseTimes::default() }))
             }
@@ -384,7 +392,7 @@ impl Device {
             Inner::Cuda(cuda) => cuda.option_paths_sum(seed, contract, blocks),
             Inner::Host(h) => {
                 let t = Instant::now();
-                let parts = split_blocks(blocks, h.threads(), |first, count| {
+                let parts = HostPool::global().split_blocks(blocks, h.threads(), |first, count| {
                     monte_carlo::option_paths_sum(seed, contract, first, count)
                 });
                 let sums = parts.into_iter().fold((0.0, 0.0), |(s, q), (ps, pq)| (s + ps, q + pq));
@@ -393,7 +401,7 @@ impl Device {
             Inner::Sim(sim) => {
                 let predicted = sim.kernel_time("monte_carlo", 4.0 * blocks as f64).unwrap_or(Duration::ZERO);
                 let (sums, kernel) = paced(predicted, || {
-                    let parts = split_blocks(blocks, crate::host::host_threads(), |first, count| {
+                    let parts = HostPool::global().split_blocks(blocks, host_threads(), |first, count| {
                         monte_carlo::option_paths_sum(seed, contract, first, count)
                     });
                     parts.into_iter().fold((0.0, 0.0), |(s, q), (ps, pq)| (s + ps, q + pq))
@@ -402,36 +410,6 @@ impl Device {
             }
         }
     }
-}
-
-/// Splits blocks `0..blocks` into at most `threads` contiguous parts, runs `f(first, count)`
-/// for each on its own scoped thread (the first part on the calling thread), and returns the
-/// results in block order.
-fn split_blocks<T: Send>(blocks: u64, threads: usize, f: impl Fn(u64, u64) -> T + Sync) -> Vec<T> {
-    let parts = (threads.max(1) as u64).min(blocks.max(1));
-    let per = blocks / parts;
-    let extra = blocks % parts;
-    let range = |i: u64| {
-        let first = i * per + i.min(extra);
-        (first, per + u64::from(i < extra))
-    };
-    std::thread::scope(|s| {
-        let f = &f;
-        let handles: Vec<_> = (1..parts)
-            .map(|i| {
-                let (first, count) = range(i);
-                s.spawn(move || f(first, count))
-            })
-            .collect();
-        let (first, count) = range(0);
-        let mut out = Vec::with_capacity(parts as usize);
-        out.push(f(first, count));
-        for h in handles {
-            // A panic in a part is re-raised here, as if the loop had run on this thread.
-            out.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-        }
-        out
-    })
 }
 
 // A Device is shared by Batcher worker threads: it must be Send + Sync.

@@ -11,13 +11,33 @@
 //!
 //! Times are host clocks ([`Instant`]) around each phase, so a Host timeline has the same
 //! shape as a CUDA one: transfers are cheap memcpys here, where on a GPU they cross PCIe.
-//! There is no `unsafe` in this module.
+//!
+//! The simulated device ([`SimBackend`](crate::SimBackend)) runs the very same slot body
+//! (`HostSlot<P>`, generic over a `Pacer`): the same buffers, pages mapped at creation, the
+//! same over-capacity error and the same work; only its pacer stretches each phase to the
+//! profile's prediction (the Host's `NoPacing` does nothing), so a simulated and a Host slot
+//! compute identical outputs. There is no `unsafe` in this module.
 use crate::backend::{host_available, Backend, Job, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
+use crate::cuda::CudaJob;
 use crate::error::OffloadError;
 use gmprt_kernels::KernelError;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+// Moved to the pool; kept under this path for the code that names it here (batcher/mod.rs).
+pub(crate) use crate::pool::host_threads;
 
 /// The CPU standing in for a GPU. Cheap to create; holds no threads of its own.
+///
+/// ```
+/// use gmprt_offload::{Backend, HostBackend, Phases, Saxpy};
+/// let host = HostBackend::new(Some("no GPU in this doctest".into()));
+/// assert!(host.describe().contains("no GPU in this doctest"));
+/// // One slot of 2 input words and 1 output word: SAXPY of one item, 2·3 + 1.
+/// let mut slot = host.new_slot(2, 1).unwrap();
+/// slot.staging_in().copy_from_slice(&[3.0f32.to_bits(), 1.0f32.to_bits()]);
+/// slot.run(&Saxpy { a: 2.0 }, 1, 2, 1, Phases::ALL).unwrap();
+/// assert_eq!(f32::from_bits(slot.staging_out()[0]), 7.0);
+/// ```
 #[derive(Clone, Debug)]
 pub struct HostBackend {
     threads: usize,
@@ -31,8 +51,9 @@ impl HostBackend {
         HostBackend { threads: host_threads(), reason }
     }
 
-    /// CPU threads available to this process (`std::thread::available_parallelism`, 1 if
-    /// unknown): how many threads the bulk helpers of [`Device`](crate::Device) use.
+    /// CPU threads available to this process ([`host_threads`]):
+    /// how many parts the bulk helpers of [`Device`](crate::Device) split their work into, run
+    /// on the [`HostPool`](crate::pool::HostPool).
     pub fn threads(&self) -> usize {
         self.threads
     }
@@ -41,11 +62,6 @@ impl HostBackend {
     pub fn reason(&self) -> Option<&str> {
         self.reason.as_deref()
     }
-}
-
-/// `available_parallelism`, or 1 when the platform cannot say.
-pub(crate) fn host_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
 impl Backend for HostBackend {
@@ -57,7 +73,7 @@ impl Backend for HostBackend {
     }
 
     fn new_slot(&self, in_words: usize, out_words: usize) -> Result<Box<dyn Slot>, OffloadError> {
-        Ok(Box::new(HostSlot(HostBuffers::new(in_words, out_words)?)))
+        Ok(Box::new(HostSlot::new(in_words, out_words, NoPacing)?))
     }
 
     fn check_memory(&self, need: &MemoryNeed) -> Result<(), OffloadError> {
@@ -92,9 +108,8 @@ fn touched(len: usize, what: &str) -> Result<Vec<u32>, OffloadError> {
 }
 
 /// A slot's four buffers in host memory: staging (what the caller writes and reads) and
-/// separate "device" copies of the same sizes, with each phase's work. One body for the Host
-/// device ([`HostSlot`] times the phases) and the simulated one (`sim.rs` paces them).
-pub(crate) struct HostBuffers {
+/// separate "device" copies of the same sizes, with each phase's work.
+struct HostBuffers {
     staging_in: Vec<u32>,
     staging_out: Vec<u32>,
     dev_in: Vec<u32>,
@@ -103,7 +118,7 @@ pub(crate) struct HostBuffers {
 
 impl HostBuffers {
     /// Buffers for `in_words` input and `out_words` output words, pages mapped ([`touched`]).
-    pub(crate) fn new(in_words: usize, out_words: usize) -> Result<HostBuffers, OffloadError> {
+    fn new(in_words: usize, out_words: usize) -> Result<HostBuffers, OffloadError> {
         Ok(HostBuffers {
             staging_in: touched(in_words, "input staging")?,
             staging_out: touched(out_words, "output staging")?,
@@ -112,8 +127,9 @@ impl HostBuffers {
         })
     }
 
-    /// `Err(Shape)` unless a run of `in_words` / `out_words` fits these buffers.
-    pub(crate) fn check_shape(&self, in_words: usize, out_words: usize) -> Result<(), OffloadError> {
+    /// `Err(Shape)` unless a run of `in_words` / `out_words` fits these buffers: the one
+    /// over-capacity error of Host and simulated slots.
+    fn check_shape(&self, in_words: usize, out_words: usize) -> Result<(), OffloadError> {
         if in_words > self.dev_in.len() {
             return Err(KernelError::Shape {
                 what: "input words",
@@ -134,13 +150,13 @@ impl HostBuffers {
     }
 
     /// H2D: staging → device-side input. Caller checked the shape.
-    pub(crate) fn h2d(&mut self, in_words: usize) {
+    fn h2d(&mut self, in_words: usize) {
         self.dev_in[..in_words].copy_from_slice(&self.staging_in[..in_words]);
     }
 
     /// The kernel: `job` over `n` items, device-side input → device-side output. Caller
     /// checked the shape.
-    pub(crate) fn kernel(
+    fn kernel(
         &mut self,
         job: &dyn Job,
         n: usize,
@@ -152,58 +168,124 @@ impl HostBuffers {
     }
 
     /// D2H: device-side output → staging. Caller checked the shape.
-    pub(crate) fn d2h(&mut self, out_words: usize) {
+    fn d2h(&mut self, out_words: usize) {
         self.staging_out[..out_words].copy_from_slice(&self.dev_out[..out_words]);
-    }
-
-    /// The staging input, for [`Slot::staging_in`].
-    pub(crate) fn staging_in(&mut self) -> &mut [u32] {
-        &mut self.staging_in
-    }
-
-    /// The staging output, for [`Slot::staging_out`].
-    pub(crate) fn staging_out(&self) -> &[u32] {
-        &self.staging_out
     }
 }
 
-/// One Host "stream": [`HostBuffers`], each phase timed by the host clock.
-struct HostSlot(HostBuffers);
+/// One of the three engines a phase runs on (a GPU's H2D copy engine, its compute engine, its
+/// D2H copy engine): a [`Pacer`] may serialise the phases of one engine across slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Engine {
+    /// Host → device copies.
+    H2d = 0,
+    /// Kernels.
+    Kernel = 1,
+    /// Device → host copies.
+    D2h = 2,
+}
 
-impl Slot for HostSlot {
-    fn staging_in(&mut self) -> &mut [u32] {
-        self.0.staging_in()
-    }
-
-    fn staging_out(&self) -> &[u32] {
-        self.0.staging_out()
-    }
-
-    fn run(
-        &mut self,
+/// How a [`HostSlot`] turns each phase's real work into its reported time. The Host device
+/// reports the work's own time ([`NoPacing`]); the simulated one
+/// ([`SimBackend`](crate::SimBackend)) waits on its engine, stretches the phase to the
+/// profile's prediction and records what it paced to (see [`crate::sim`]).
+pub(crate) trait Pacer: Send + 'static {
+    /// The duration each phase in `phases` of this run is to take at least (zero: no
+    /// pacing); zero for the phases not run.
+    fn targets(
+        &self,
         job: &dyn Job,
         n: usize,
         in_words: usize,
         out_words: usize,
         phases: Phases,
+    ) -> PhaseTimes;
+
+    /// Runs one phase's `work` on `engine`, paced to `target`; returns its result and the
+    /// phase's measured time (from the work's start, after any wait for the engine).
+    fn phase<T>(&self, engine: Engine, target: Duration, work: impl FnOnce() -> T) -> (T, Duration);
+
+    /// Called after every successful run with its targets and measured times.
+    fn record(
+        &self,
+        job: &dyn Job,
+        n: usize,
+        in_words: usize,
+        out_words: usize,
+        target: PhaseTimes,
+        measured: PhaseTimes,
+    );
+}
+
+/// The Host device's [`Pacer`]: each phase takes what its work takes, timed by the host clock;
+/// nothing is recorded.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct NoPacing;
+
+impl Pacer for NoPacing {
+    fn targets(&self, _: &dyn Job, _: usize, _: usize, _: usize, _: Phases) -> PhaseTimes {
+        PhaseTimes::default()
+    }
+
+    fn phase<T>(&self, _: Engine, _: Duration, work: impl FnOnce() -> T) -> (T, Duration) {
+        let t = Instant::now();
+        let out = work();
+        (out, t.elapsed())
+    }
+
+    fn record(&self, _: &dyn Job, _: usize, _: usize, _: usize, _: PhaseTimes, _: PhaseTimes) {}
+}
+
+/// One Host or simulated "stream": [`HostBuffers`], each phase run through the pacer `P`
+/// ([`NoPacing`] on the Host device, the [`SimBackend`](crate::SimBackend) on a simulated
+/// one). The one body both devices run, so they allocate, check and compute alike.
+pub(crate) struct HostSlot<P: Pacer> {
+    buf: HostBuffers,
+    pacer: P,
+}
+
+impl<P: Pacer> HostSlot<P> {
+    /// A slot of `in_words` input and `out_words` output words (pages mapped), paced by
+    /// `pacer`. `Err(Config)` naming the buffer when the memory cannot be had.
+    pub(crate) fn new(in_words: usize, out_words: usize, pacer: P) -> Result<HostSlot<P>, OffloadError> {
+        Ok(HostSlot { buf: HostBuffers::new(in_words, out_words)?, pacer })
+    }
+}
+
+impl<P: Pacer> Slot for HostSlot<P> {
+    fn staging_in(&mut self) -> &mut [u32] {
+        &mut self.buf.staging_in
+    }
+
+    fn staging_out(&self) -> &[u32] {
+        &self.buf.staging_out
+    }
+
+    fn run(
+        &mut self,
+        job: &dyn CudaJob,
+        n: usize,
+        in_words: usize,
+        out_words: usize,
+        phases: Phases,
     ) -> Result<PhaseTimes, OffloadError> {
-        self.0.check_shape(in_words, out_words)?;
+        self.buf.check_shape(in_words, out_words)?;
+        let target = self.pacer.targets(job, n, in_words, out_words, phases);
         let mut times = PhaseTimes::default();
+        let (buf, pacer) = (&mut self.buf, &self.pacer);
         if phases.h2d {
-            let t = Instant::now();
-            self.0.h2d(in_words);
-            times.h2d = t.elapsed();
+            times.h2d = pacer.phase(Engine::H2d, target.h2d, || buf.h2d(in_words)).1;
         }
         if phases.kernel {
-            let t = Instant::now();
-            self.0.kernel(job, n, in_words, out_words)?;
-            times.kernel = t.elapsed();
+            let (r, t) =
+                pacer.phase(Engine::Kernel, target.kernel, || buf.kernel(job, n, in_words, out_words));
+            r?;
+            times.kernel = t;
         }
         if phases.d2h {
-            let t = Instant::now();
-            self.0.d2h(out_words);
-            times.d2h = t.elapsed();
+            times.d2h = pacer.phase(Engine::D2h, target.d2h, || buf.d2h(out_words)).1;
         }
+        pacer.record(job, n, in_words, out_words, target, times);
         Ok(times)
     }
 }

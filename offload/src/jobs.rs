@@ -4,23 +4,40 @@
 //! result back — plus the kernels of this crate: [`BlackScholes`], [`Saxpy`], [`SmallSgemm`].
 //!
 //! The word layout of a batch is the kernel's business: it must agree between
-//! [`BatchKernel::stage`], [`Job::run_host`], [`Job::launch_cuda`] and
+//! [`BatchKernel::stage`], [`Job::run_host`], [`CudaJob::launch_cuda`] and
 //! [`BatchKernel::gather`]. The element-wise kernels use the column-major layout of
 //! `gmprt_kernels` (column `c` of a batch of `n` is `words[c * n..(c + 1) * n]`); the batched
 //! SGEMM stores each item's matrices contiguously (all A_i, then all B_i; all C_i out).
 use crate::backend::Job;
-use crate::cuda::{self, LaunchCtx};
+use crate::cuda::{self, CudaJob, LaunchCtx};
 use crate::error::OffloadError;
 use gmprt_kernels::black_scholes::{self, Contract, Greeks};
 use gmprt_kernels::{saxpy, sgemm, InvalidInput, KernelError};
 
-/// A kernel the [`Batcher`](crate::Batcher) can feed one item at a time.
+/// A kernel the [`Batcher`](crate::Batcher) can feed one item at a time. It is a
+/// [`CudaJob`] (and so a [`Job`]) because a Batcher's slots may be on any device.
 ///
 /// For a batch of `n` items the Batcher gives [`stage`](BatchKernel::stage) an input slice of
 /// exactly `n * in_words()` words and, after the run, reads each result with
 /// [`gather`](BatchKernel::gather) from exactly `n * out_words()` output words. `n` is at
 /// least 1 and at most the Batcher's `max_batch`.
-pub trait BatchKernel: Job + Send + Sync + 'static {
+///
+/// What a Batcher does with a batch, by hand, on the host:
+/// ```
+/// use gmprt_offload::{BatchKernel, Job, Saxpy};
+/// let k = Saxpy { a: 2.0 };
+/// let items = [(1.0, 0.5), (2.0, 0.5), (3.0, 0.5)];
+/// assert!(items.iter().enumerate().all(|(i, x)| k.validate(x, i).is_ok()));
+/// let mut input = vec![0; items.len() * k.in_words()];
+/// k.stage(&items, &mut input);
+/// let mut output = vec![0; items.len() * k.out_words()];
+/// k.run_host(items.len(), &input, &mut output).unwrap();
+/// let ys: Vec<f32> = (0..items.len()).map(|i| k.gather(items.len(), &output, i)).collect();
+/// assert_eq!(ys, [2.5, 4.5, 6.5]);
+/// // A bad item fails alone, at submit, naming its field.
+/// assert!(k.validate(&(f32::NAN, 0.0), 7).unwrap_err().to_string().contains('x'));
+/// ```
+pub trait BatchKernel: CudaJob + Send + Sync + 'static {
     /// What a task submits.
     type Item: Send + Sync + 'static;
     /// What the task gets back.
@@ -50,6 +67,9 @@ impl Job for BlackScholes {
     fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
         black_scholes::price_greeks_words(n, input, output).map_err(|e| e.to_string())
     }
+}
+
+impl CudaJob for BlackScholes {
     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
         cuda::launch_black_scholes(ctx, n)
     }
@@ -125,6 +145,9 @@ impl Job for Saxpy {
         }
         saxpy::saxpy_words(n, self.a, input, output).into_run()
     }
+}
+
+impl CudaJob for Saxpy {
     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
         cuda::launch_saxpy(ctx, n, self.a)
     }
@@ -177,6 +200,9 @@ impl Job for SmallSgemm {
     fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
         sgemm::sgemm_batched_words(n, self.m, self.n, self.k, input, output).into_run()
     }
+}
+
+impl CudaJob for SmallSgemm {
     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
         cuda::launch_sgemm_batched(ctx, n, self.m, self.n, self.k)
     }

@@ -5,6 +5,14 @@
 //! tasks' `submit(item).await` into one launch per batch (or, by explicit [`Placement`], a
 //! CPU run or a cost-model decision per batch), and per-batch timelines. It is built
 //! on the runtime's public API only.
+//!
+//! Modules: [`device`] chooses and wraps a [`Backend`] — [`cuda`], [`host`] or [`sim`] (the
+//! Host slot body paced by a profile) — whose [`Slot`]s run a [`Job`] ([`jobs`] has this
+//! crate's; a GPU slot launches its [`CudaJob`] side); [`pool`] is the persistent thread pool
+//! the Host and simulated bulk helpers run on; [`batcher`] coalesces submits into batches;
+//! [`model`] is the cost model (fits, profiles, predictions: a leaf that runs nothing) and
+//! [`calibrate`](mod@calibrate) measures a profile on the device at hand; [`timeline`] holds
+//! what each batch did.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
@@ -13,18 +21,20 @@ pub use gmprt_runtime as runtime;
 
 pub mod backend;
 pub mod batcher;
+pub mod calibrate;
 pub mod cuda;
 pub mod device;
 pub mod error;
 pub mod host;
 pub mod jobs;
 pub mod model;
+pub mod pool;
 pub mod sim;
 pub mod timeline;
 
 pub use backend::{Available, Backend, Job, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
 pub use batcher::{Batcher, BatcherConfig, Occupancy, Placement, Submit};
-pub use cuda::{loaded_libraries, FirstUse, LaunchCosts, LoadedLib, SyncMode};
+pub use cuda::{loaded_libraries, CudaJob, FirstUse, LaunchCosts, LoadedLib, SyncMode};
 pub use device::{Device, DeviceKind, PROFILE_ENV};
 pub use error::OffloadError;
 pub use host::HostBackend;

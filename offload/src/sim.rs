@@ -5,6 +5,10 @@
 //!
 //! # Pacing protocol
 //!
+//! A simulated slot is a Host slot (`HostSlot`, see [`crate::host`]) with the simulated
+//! device as its pacer: the same buffers, the same over-capacity error, the same work, so its
+//! outputs are the Host device's bit for bit; only the phases' durations differ.
+//!
 //! Each phase of [`Slot::run`] (and of the [`Device`](crate::Device) bulk helpers on a
 //! simulated device) does its real work first — a `memcpy` for H2D and D2H,
 //! [`Job::run_host`] on the calling thread for the kernel — and then waits until the phase's
@@ -50,8 +54,10 @@
 //! `option_paths_sum`, `pi_hits`) are not recorded.
 use crate::backend::{host_available, Backend, Job, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
 use crate::error::OffloadError;
-use crate::host::HostBuffers;
-use crate::model::{DeviceProfile, KernelProfile, Size};
+use crate::host::{Engine, HostSlot, Pacer};
+use crate::model::{duration, DeviceProfile, Size};
+#[cfg(doc)]
+use crate::model::{profile_kernel_name, KernelProfile};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -80,31 +86,6 @@ pub struct Pacing {
     pub measured: PhaseTimes,
 }
 
-/// The profile kernel a job's [`Job::name`] is paced by: `black_scholes`, `saxpy`,
-/// `monte_carlo` map to themselves; `sgemm`, `small_sgemm` and `sgemm_batched` map to `sgemm`.
-/// Any other name maps to itself (and is paced only if the profile has a kernel of that name).
-pub fn profile_kernel_name(job_name: &str) -> &str {
-    match job_name {
-        "sgemm" | "small_sgemm" | "sgemm_batched" => "sgemm",
-        other => other,
-    }
-}
-
-/// The profile's kernel for `job_name` (via [`profile_kernel_name`]), if it has one.
-pub fn find_kernel<'p>(profile: &'p DeviceProfile, job_name: &str) -> Option<&'p KernelProfile> {
-    let want = profile_kernel_name(job_name);
-    profile.kernels.iter().find(|k| k.name == want)
-}
-
-/// Seconds → `Duration`, clamping negative / non-finite predictions to zero.
-pub(crate) fn secs(s: f64) -> Duration {
-    if s.is_finite() && s > 0.0 {
-        Duration::from_secs_f64(s.min(1e6))
-    } else {
-        Duration::ZERO
-    }
-}
-
 /// Runs `work`, then waits until `predicted` has elapsed since the call began; returns the
 /// work's result and the elapsed time (≥ `predicted`; larger if the work took longer).
 pub(crate) fn paced<T>(predicted: Duration, work: impl FnOnce() -> T) -> (T, Duration) {
@@ -128,6 +109,19 @@ pub(crate) fn paced<T>(predicted: Duration, work: impl FnOnce() -> T) -> (T, Dur
 
 /// A GPU simulated from a [`DeviceProfile`]: CPU compute, profile-paced phases (see the
 /// module docs). Holds no threads; slots compute on the thread that runs them.
+///
+/// ```
+/// use gmprt_offload::model::DeviceProfile;
+/// use gmprt_offload::{Backend, Phases, Saxpy, SimBackend};
+/// let sim = SimBackend::new(DeviceProfile::published_h100());
+/// assert!(sim.describe().contains("simulated from"));
+/// let mut slot = sim.new_slot(2, 1).unwrap();
+/// slot.staging_in().copy_from_slice(&[3.0f32.to_bits(), 1.0f32.to_bits()]);
+/// slot.run(&Saxpy { a: 2.0 }, 1, 2, 1, Phases::ALL).unwrap();
+/// assert_eq!(f32::from_bits(slot.staging_out()[0]), 7.0); // what the Host device computes
+/// let paced = sim.pacings();
+/// assert_eq!((paced.len(), paced[0].job, paced[0].n), (1, "saxpy", 1));
+/// ```
 #[derive(Clone, Debug)]
 pub struct SimBackend {
     profile: DeviceProfile,
@@ -150,7 +144,7 @@ impl SimBackend {
     }
 
     /// Appends `p` to the pacing record, dropping the oldest beyond [`PACING_CAPACITY`].
-    fn record(&self, p: Pacing) {
+    fn push_pacing(&self, p: Pacing) {
         let mut log = self.pacings.lock();
         if log.len() == PACING_CAPACITY {
             log.pop_front();
@@ -165,25 +159,26 @@ impl SimBackend {
 
     /// Predicted H2D time of `bytes` (pinned).
     pub fn h2d_time(&self, bytes: f64) -> Duration {
-        secs(self.profile.h2d.pinned.eval(bytes))
+        duration(self.profile.h2d.pinned.eval(bytes))
     }
 
     /// Predicted D2H time of `bytes` (pinned).
     pub fn d2h_time(&self, bytes: f64) -> Duration {
-        secs(self.profile.d2h.pinned.eval(bytes))
+        duration(self.profile.d2h.pinned.eval(bytes))
     }
 
     /// Predicted kernel time (the launch overhead included) of `work` units of the profile kernel
     /// for `job_name`; `None` when the profile has no such kernel.
     pub fn kernel_time(&self, job_name: &str, work: f64) -> Option<Duration> {
-        find_kernel(&self.profile, job_name)
-            .map(|k| secs(self.profile.launch_overhead() + k.device.eval(work)))
+        self.profile
+            .job_kernel(job_name)
+            .map(|k| duration(self.profile.launch_overhead() + k.device.eval(work)))
     }
 
     /// Work units of a slot run of `job_name` over `n` items writing `out_words` words (see
     /// the module docs); `None` when the profile has no such kernel.
     pub fn slot_work(&self, job_name: &str, n: usize, out_words: usize) -> Option<f64> {
-        let k = find_kernel(&self.profile, job_name)?;
+        let k = self.profile.job_kernel(job_name)?;
         Some(match k.size {
             Size::Items { .. } => k.size.work(n as f64),
             Size::MatrixN => {
@@ -206,7 +201,7 @@ impl Backend for SimBackend {
     }
 
     fn new_slot(&self, in_words: usize, out_words: usize) -> Result<Box<dyn Slot>, OffloadError> {
-        Ok(Box::new(SimSlot { sim: self.clone(), buf: HostBuffers::new(in_words, out_words)? }))
+        Ok(Box::new(HostSlot::new(in_words, out_words, self.clone())?))
     }
 
     fn check_memory(&self, need: &MemoryNeed) -> Result<(), OffloadError> {
@@ -215,54 +210,47 @@ impl Backend for SimBackend {
     }
 }
 
-/// One simulated stream: staging plus "device" buffers, like a Host slot.
-struct SimSlot {
-    sim: SimBackend,
-    buf: HostBuffers,
-}
-
-impl Slot for SimSlot {
-    fn staging_in(&mut self) -> &mut [u32] {
-        self.buf.staging_in()
-    }
-
-    fn staging_out(&self) -> &[u32] {
-        self.buf.staging_out()
-    }
-
-    fn run(
-        &mut self,
+/// The simulated device's [`Pacer`]: each phase waits for its engine and is paced to the
+/// profile's prediction; every successful run is recorded (see the module docs).
+impl Pacer for SimBackend {
+    fn targets(
+        &self,
         job: &dyn Job,
         n: usize,
         in_words: usize,
         out_words: usize,
         phases: Phases,
-    ) -> Result<PhaseTimes, OffloadError> {
-        self.buf.check_shape(in_words, out_words)?;
-        let (mut times, mut target) = (PhaseTimes::default(), PhaseTimes::default());
-        let buf = &mut self.buf;
+    ) -> PhaseTimes {
+        let mut target = PhaseTimes::default();
         if phases.h2d {
-            target.h2d = self.sim.h2d_time(4.0 * in_words as f64);
-            let _engine = self.sim.engines[0].lock();
-            times.h2d = paced(target.h2d, || buf.h2d(in_words)).1;
+            target.h2d = self.h2d_time(4.0 * in_words as f64);
         }
         if phases.kernel {
             target.kernel = self
-                .sim
                 .slot_work(job.name(), n, out_words)
-                .and_then(|w| self.sim.kernel_time(job.name(), w))
+                .and_then(|w| self.kernel_time(job.name(), w))
                 .unwrap_or(Duration::ZERO);
-            let _engine = self.sim.engines[1].lock();
-            let (r, t) = paced(target.kernel, || buf.kernel(job, n, in_words, out_words));
-            r?;
-            times.kernel = t;
         }
         if phases.d2h {
-            target.d2h = self.sim.d2h_time(4.0 * out_words as f64);
-            let _engine = self.sim.engines[2].lock();
-            times.d2h = paced(target.d2h, || buf.d2h(out_words)).1;
+            target.d2h = self.d2h_time(4.0 * out_words as f64);
         }
-        self.sim.record(Pacing { job: job.name(), n, in_words, out_words, target, measured: times });
-        Ok(times)
+        target
+    }
+
+    fn phase<T>(&self, engine: Engine, target: Duration, work: impl FnOnce() -> T) -> (T, Duration) {
+        let _engine = self.engines[engine as usize].lock();
+        paced(target, work)
+    }
+
+    fn record(
+        &self,
+        job: &dyn Job,
+        n: usize,
+        in_words: usize,
+        out_words: usize,
+        target: PhaseTimes,
+        measured: PhaseTimes,
+    ) {
+        self.push_pacing(Pacing { job: job.name(), n, in_words, out_words, target, measured });
     }
 }

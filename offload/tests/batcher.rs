@@ -1,7 +1,7 @@
 //! Batcher tests on the Host device, with a test kernel defined here (item `x: u32` →
 //! `mix(x)`), so they do not depend on any real kernel. Deterministic: every wait is on an
 //! event (a future's result, a gate the kernel reports to, a waker flag) — no sleeps.
-use gmprt_offload::cuda::LaunchCtx;
+use gmprt_offload::cuda::{CudaJob, LaunchCtx};
 use gmprt_offload::jobs::{BlackScholes, Saxpy, SmallSgemm};
 use gmprt_offload::kernels::black_scholes::{Contract, OptionKind};
 use gmprt_offload::kernels::{InvalidInput, KernelError};
@@ -76,6 +76,9 @@ impl Job for Mix {
         }
         Ok(())
     }
+}
+
+impl CudaJob for Mix {
     fn launch_cuda(&self, _ctx: &mut LaunchCtx<'_>, _n: usize) -> Result<(), OffloadError> {
         Err(OffloadError::Config("the test kernel has no CUDA version".into()))
     }

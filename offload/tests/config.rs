@@ -9,7 +9,7 @@
 //! fallible allocation, or an abort where an allocation is infallible — a failing test
 //! either way, and the largest-request assertion says which). Deterministic: no sleeps, no
 //! timing.
-use gmprt_offload::cuda::LaunchCtx;
+use gmprt_offload::cuda::{CudaJob, LaunchCtx};
 use gmprt_offload::model::DeviceProfile;
 use gmprt_offload::runtime::Runtime;
 use gmprt_offload::{BatchKernel, Batcher, BatcherConfig, Device, Job, OffloadError, Saxpy};
@@ -97,6 +97,9 @@ impl Job for Wide {
         output[..n].copy_from_slice(&input[..n]);
         Ok(())
     }
+}
+
+impl CudaJob for Wide {
     fn launch_cuda(&self, _: &mut LaunchCtx<'_>, _: usize) -> Result<(), OffloadError> {
         Err(OffloadError::Config("the test kernel has no CUDA version".into()))
     }

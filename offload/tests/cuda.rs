@@ -39,7 +39,7 @@
 use gmprt_kernels::black_scholes::{self, tolerance, Contract, OptionKind, IN_WORDS, OUT_WORDS};
 use gmprt_kernels::cuda::{CudaSource, ALL, CALIB, FN_COPY, FN_EMPTY};
 use gmprt_offload::backend::{Backend, Job, Phases};
-use gmprt_offload::cuda::{self, nvrtc, CudaBackend, LaunchCtx};
+use gmprt_offload::cuda::{self, nvrtc, CudaBackend, CudaJob, LaunchCtx};
 use gmprt_offload::OffloadError;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::process::{Command, ExitCode};
@@ -412,6 +412,9 @@ impl Job for BsJob {
     fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
         black_scholes::price_greeks_words(n, input, output).map_err(|e| e.to_string())
     }
+}
+
+impl CudaJob for BsJob {
     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
         cuda::launch_black_scholes(ctx, n)
     }
@@ -428,6 +431,9 @@ impl Job for SaxpyJob {
         }
         Ok(())
     }
+}
+
+impl CudaJob for SaxpyJob {
     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
         cuda::launch_saxpy(ctx, n, self.0)
     }
@@ -446,6 +452,9 @@ impl Job for GemmJob {
     fn run_host(&self, _: usize, _: &[u32], _: &mut [u32]) -> Result<(), String> {
         Err("not used".into())
     }
+}
+
+impl CudaJob for GemmJob {
     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, count: usize) -> Result<(), OffloadError> {
         cuda::launch_sgemm_batched(ctx, count, self.m, self.n, self.k)
     }
@@ -461,6 +470,9 @@ impl Job for CopyJob {
         output.copy_from_slice(input);
         Ok(())
     }
+}
+
+impl CudaJob for CopyJob {
     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, words: usize) -> Result<(), OffloadError> {
         use cudarc::driver::{LaunchConfig, PushKernelArg};
         let err = |op: &str, e: cudarc::driver::DriverError| OffloadError::Driver {

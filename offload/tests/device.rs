@@ -128,6 +128,35 @@ fn host_sgemm_matches_the_naive_product() {
 }
 
 #[test]
+fn host_sgemm_on_the_pool_is_bit_identical_to_scoped_threads() {
+    use gmprt_offload::pool::{host_threads, HostPool};
+    let d = Device::host();
+    let (m, n, k) = (61, 47, 53);
+    let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 1009) as f32 / 1009.0 - 0.5).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 997) as f32 / 997.0 - 0.5).collect();
+    let mut on_pool = vec![0f32; m * n];
+    d.sgemm(m, n, k, &a, &b, &mut on_pool).unwrap();
+    let mut scoped = vec![0f32; m * n];
+    sgemm::sgemm_crate(m, n, k, &a, &b, &mut scoped, host_threads()).unwrap();
+    let bits = |c: &[f32]| c.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&on_pool), bits(&scoped));
+    // The pool is one per process: a second call reuses it.
+    assert!(std::ptr::eq(HostPool::global(), HostPool::global()));
+}
+
+#[test]
+fn a_panicking_part_on_the_host_pool_reaches_the_caller() {
+    use gmprt_offload::pool::HostPool;
+    let r = std::panic::catch_unwind(|| {
+        HostPool::global().split_blocks(8, 4, |first, _| assert!(first != 4, "part at block {first}"))
+    });
+    let msg = r.unwrap_err().downcast::<String>().map(|s| *s).unwrap_or_default();
+    assert!(msg.contains("part at block 4"), "{msg}");
+    // The pool still works after a part panicked.
+    assert_eq!(HostPool::global().split_blocks(3, 4, |f, c| f + c), [1, 2, 3]);
+}
+
+#[test]
 fn host_monte_carlo_matches_the_single_thread_stream() {
     let d = Device::host();
     for blocks in [0u64, 1, 7, 10_000] {

@@ -11,10 +11,10 @@
 //! P count and size present, and fits of the shape `LinFit::fit` gives for *any* samples
 //! (`fits_have_their_shape_whatever_the_samples` checks that shape on arbitrary ones), so no
 //! amount of load on the machine can break it.
+use gmprt_offload::calibrate::{calibrate, CalibrateOptions, CpuKernels};
 use gmprt_offload::model::fit::MAX_REGIMES;
 use gmprt_offload::model::{
-    calibrate, CalibrateOptions, CostModel, CpuKernels, Crossover, DeviceProfile, LinFit, ProfileSource,
-    Residency, Sample, Size, Verdict,
+    CostModel, Crossover, DeviceProfile, LinFit, ProfileSource, Residency, Sample, Size, Verdict,
 };
 use gmprt_offload::Device;
 use proptest::prelude::*;

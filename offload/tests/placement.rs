@@ -168,6 +168,9 @@ impl gmprt_offload::Job for Where {
         }
         Ok(())
     }
+}
+
+impl gmprt_offload::cuda::CudaJob for Where {
     fn launch_cuda(&self, _: &mut gmprt_offload::cuda::LaunchCtx<'_>, _: usize) -> Result<(), OffloadError> {
         Err(OffloadError::Config("no CUDA version".into()))
     }

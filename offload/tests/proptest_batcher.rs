@@ -2,7 +2,7 @@
 //! task gets exactly its own results (or `Closed` for what was submitted after shutdown, or
 //! the batch error when a poison item shared its batch), no batch exceeds `max_batch`, and the
 //! timelines account for every accepted item and every failed one.
-use gmprt_offload::cuda::LaunchCtx;
+use gmprt_offload::cuda::{CudaJob, LaunchCtx};
 use gmprt_offload::runtime::Runtime;
 use gmprt_offload::{BatchKernel, Batcher, BatcherConfig, Device, Job, OffloadError};
 use proptest::prelude::*;
@@ -33,6 +33,9 @@ impl Job for Tag {
         }
         Ok(())
     }
+}
+
+impl CudaJob for Tag {
     fn launch_cuda(&self, _ctx: &mut LaunchCtx<'_>, _n: usize) -> Result<(), OffloadError> {
         Err(OffloadError::Config("host only".into()))
     }

@@ -11,7 +11,7 @@ use common::{saxpy_profile, transfer};
 use gmprt_offload::model::{CostModel, DeviceProfile, LinFit, Residency};
 use gmprt_offload::runtime::{spawn, Runtime};
 use gmprt_offload::sim::Pacing;
-use gmprt_offload::{Batcher, BatcherConfig, Device, DeviceKind, PhaseTimes, Saxpy, Side};
+use gmprt_offload::{Batcher, BatcherConfig, Device, DeviceKind, PhaseTimes, Phases, Saxpy, Side};
 use std::time::Duration;
 
 /// H2D: 4 ms + 1 ns/B; D2H: 3 ms + 1 ns/B; launch 1 ms; saxpy kernel 4 µs/item.
@@ -164,4 +164,30 @@ fn simulated_choice_with_a_bad_profile_path_names_the_path() {
         Err(e) => assert!(e.to_string().contains("/nonexistent/gmprt-profile.json"), "{e}"),
         Ok(d) => panic!("loaded a missing profile: {d:?}"),
     }
+}
+
+#[test]
+fn a_simulated_slot_computes_what_a_host_slot_computes_and_fails_alike() {
+    let (host, sim) = (Device::host(), Device::simulated(profile()));
+    let n = 257;
+    let input: Vec<u32> = (0..2 * n).map(|i| ((i as f32).sin() * 1e3).to_bits()).collect();
+    let job = Saxpy { a: -1.7 };
+    let mut outs = Vec::new();
+    let mut errors = Vec::new();
+    for d in [&host, &sim] {
+        let mut slot = d.backend().new_slot(2 * n, n).unwrap();
+        slot.staging_in().copy_from_slice(&input);
+        slot.run(&job, n, 2 * n, n, Phases::ALL).unwrap();
+        outs.push(slot.staging_out().to_vec());
+        // One word past the input capacity, then past the output capacity.
+        for (items, i, o) in [(n, 2 * n + 1, n), (n + 1, 2 * n, n + 1)] {
+            errors.push(slot.run(&job, items, i, o, Phases::ALL).unwrap_err().to_string());
+        }
+    }
+    assert_eq!(outs[0], outs[1], "host and simulated slots differ");
+    assert_eq!(f32::from_bits(outs[0][3]), -1.7 * f32::from_bits(input[3]) + f32::from_bits(input[n + 3]));
+    assert_eq!(errors[..2], errors[2..], "over-capacity errors read differently");
+    assert!(errors[0].contains("input words") && errors[1].contains("output words"), "{errors:?}");
+    // The failed runs were not recorded as paced.
+    assert_eq!(sim.sim_backend().unwrap().pacings().len(), 1);
 }

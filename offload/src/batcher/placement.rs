@@ -26,14 +26,14 @@
 //! The model's CPU prediction is taken at that P count. Nothing is copied to or from the
 //! device, and the device is not touched at all.
 //!
-//! The model's CPU times are calibrated by a task on the runtime (`model::CpuKernels`), whose
+//! The model's CPU times are calibrated by a task on the runtime (`calibrate::CpuKernels`), whose
 //! `parallel_for` starts on the chunks at once. A CPU-placed batch starts from the Batcher's
 //! worker thread, outside the runtime, and first waits for an M to wake (5–100 µs on the dev
 //! VM when its vCPU had halted): small CPU batches take longer than predicted by about that,
 //! and the logged model error shows it.
 use crate::error::OffloadError;
+use crate::model::{duration as secs, profile_kernel_name};
 use crate::model::{CostModel, Residency};
-use crate::sim::{find_kernel, profile_kernel_name, secs};
 use crate::timeline::Side;
 use std::time::Duration;
 
@@ -55,7 +55,7 @@ pub enum Placement {
 /// Checks that `model` can price `kernel` (by [`profile_kernel_name`]); `Err(Config)` naming
 /// the profile's kernels otherwise.
 pub(super) fn check_model(model: &CostModel, kernel: &str) -> Result<(), OffloadError> {
-    if find_kernel(&model.profile, kernel).is_some() {
+    if model.profile.job_kernel(kernel).is_some() {
         return Ok(());
     }
     let known: Vec<&str> = model.profile.kernels.iter().map(|k| k.name.as_str()).collect();

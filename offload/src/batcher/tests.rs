@@ -4,7 +4,8 @@
 //! dropped, every worker thread gone, when it returns). Deterministic: barriers and
 //! counters, no sleeps.
 use super::{Batcher, BatcherConfig, Placement};
-use crate::backend::{Backend, Job, MemoryNeed, PhaseTimes, Phases, Slot};
+use crate::backend::{Backend, MemoryNeed, PhaseTimes, Phases, Slot};
+use crate::cuda::CudaJob;
 use crate::device::Device;
 use crate::error::OffloadError;
 use crate::host::HostBackend;
@@ -93,7 +94,7 @@ impl Slot for ProbeSlot {
     }
     fn run(
         &mut self,
-        job: &dyn Job,
+        job: &dyn CudaJob,
         n: usize,
         in_words: usize,
         out_words: usize,

@@ -74,8 +74,8 @@
 //! assert!(text.contains("offload slot ") && text.contains(" (saxpy)"));
 //! ```
 use crate::backend::PhaseTimes;
+use crate::model::duration as secs;
 use crate::model::{CostModel, Residency};
-use crate::sim::secs;
 use crate::timeline::{CloseReason, Side};
 use gmprt_runtime::trace::{Lane, Recorder};
 use serde_json::json;
@@ -192,7 +192,7 @@ impl SlotTrace {
     fn model_twin(&mut self, m: &Marks, run: u64, model: &CostModel, kernel: &str, procs: usize) {
         let r = &self.rec;
         let lane = *self.model_lane.1.get_or_insert_with(|| r.lane("offload", &self.model_lane.0));
-        let name = crate::sim::profile_kernel_name(kernel);
+        let name = crate::model::profile_kernel_name(kernel);
         let phases: Result<Vec<(&'static str, Duration)>, String> = match m.side {
             Side::Gpu => model
                 .predict(name, m.n as f64, Residency::Host, 0.0)

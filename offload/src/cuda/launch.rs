@@ -71,8 +71,9 @@ fn need(what: &'static str, items: usize, words_per_item: usize, got: usize) -> 
     Ok(expected)
 }
 
-/// See [`super::launch_black_scholes`].
-pub(crate) fn black_scholes(ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
+/// Enqueues Black-Scholes over `n` contracts in the word layout
+/// (`gmprt_kernels::black_scholes`): one launch.
+pub fn launch_black_scholes(ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
     if n == 0 {
         return Ok(());
     }
@@ -102,8 +103,8 @@ pub(crate) fn black_scholes(ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), Off
     Ok(())
 }
 
-/// See [`super::launch_saxpy`].
-pub(crate) fn saxpy(ctx: &mut LaunchCtx<'_>, n: usize, a: f32) -> Result<(), OffloadError> {
+/// Enqueues SAXPY over `n` items: input words `x` then `y` (stride n), output word `a·x + y`.
+pub fn launch_saxpy(ctx: &mut LaunchCtx<'_>, n: usize, a: f32) -> Result<(), OffloadError> {
     if n == 0 {
         return Ok(());
     }
@@ -123,8 +124,10 @@ pub(crate) fn saxpy(ctx: &mut LaunchCtx<'_>, n: usize, a: f32) -> Result<(), Off
     Ok(())
 }
 
-/// See [`super::launch_sgemm_batched`].
-pub(crate) fn sgemm_batched(
+/// Enqueues `count` independent products C_i = A_i·B_i (m×k by k×n, row-major) as one
+/// strided-batched cuBLAS call. Input words: all A_i (count·m·k) then all B_i (count·k·n);
+/// output words: all C_i (count·m·n).
+pub fn launch_sgemm_batched(
     ctx: &mut LaunchCtx<'_>,
     count: usize,
     m: usize,

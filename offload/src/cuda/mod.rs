@@ -4,8 +4,9 @@
 //!
 //! Pieces: [`probe`] (is a device usable?), [`CudaBackend`] (context, NVRTC modules compiled
 //! once per device architecture and cached, cuBLAS handles, one-shot measured operations),
-//! the slot ([`Backend::new_slot`], in `slot`), and the launch functions a [`Job`](crate::Job)
-//! calls ([`launch_black_scholes`], [`launch_saxpy`], [`launch_sgemm_batched`], in `launch`).
+//! the slot ([`Backend::new_slot`], in `slot`), the [`CudaJob`] trait a slot launches, and the
+//! launch functions this crate's jobs call ([`launch_black_scholes`], [`launch_saxpy`],
+//! [`launch_sgemm_batched`], in `launch`).
 //! Around them: [`libs`] (which libcuda/libnvrtc/libcublas was loaded, from where, at which
 //! version — a stub or a CUDA 12/11 fallback is refused; [`loaded_libraries`]), [`sync`] (the
 //! context's sync mode, `GMPRT_CUDA_SYNC`), [`FirstUse`] (compile, module load and cuBLAS
@@ -51,7 +52,9 @@ mod ops;
 mod slot;
 pub mod sync;
 
-pub use launch::{grid_size, BLOCK_SIZE, GRID_BLOCKS_PER_SM};
+pub use launch::{
+    grid_size, launch_black_scholes, launch_saxpy, launch_sgemm_batched, BLOCK_SIZE, GRID_BLOCKS_PER_SM,
+};
 pub use libs::{loaded_libraries, LoadedLib};
 pub use measure::LaunchCosts;
 pub use slot::CudaSlot;
@@ -468,7 +471,7 @@ impl Backend for CudaBackend {
     }
 }
 
-/// What a [`Job`](crate::Job) gets to enqueue its launch on a CUDA slot.
+/// What a [`CudaJob`] gets to enqueue its launch on a CUDA slot.
 pub struct LaunchCtx<'a> {
     /// The slot's stream; launches go here.
     pub stream: &'a Arc<CudaStream>,
@@ -480,28 +483,14 @@ pub struct LaunchCtx<'a> {
     pub backend: &'a CudaBackend,
 }
 
-/// Enqueues Black-Scholes over `n` contracts in the word layout
-/// (`gmprt_kernels::black_scholes`): one launch.
-pub fn launch_black_scholes(ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
-    launch::black_scholes(ctx, n)
-}
-
-/// Enqueues SAXPY over `n` items: input words `x` then `y` (stride n), output word `a·x + y`.
-pub fn launch_saxpy(ctx: &mut LaunchCtx<'_>, n: usize, a: f32) -> Result<(), OffloadError> {
-    launch::saxpy(ctx, n, a)
-}
-
-/// Enqueues `count` independent products C_i = A_i·B_i (m×k by k×n, row-major) as one
-/// strided-batched cuBLAS call. Input words: all A_i (count·m·k) then all B_i (count·k·n);
-/// output words: all C_i (count·m·n).
-pub fn launch_sgemm_batched(
-    ctx: &mut LaunchCtx<'_>,
-    count: usize,
-    m: usize,
-    n: usize,
-    k: usize,
-) -> Result<(), OffloadError> {
-    launch::sgemm_batched(ctx, count, m, n, k)
+/// A [`Job`](crate::Job) that can also be launched on a CUDA slot: what a [`Slot`] runs
+/// (Host and simulated slots call [`Job::run_host`](crate::Job::run_host), a CUDA slot
+/// [`launch_cuda`](CudaJob::launch_cuda)). A job with no CUDA kernel returns an error from
+/// `launch_cuda`.
+pub trait CudaJob: crate::Job {
+    /// Enqueues the computation of `n` items on `ctx`'s stream, reading `ctx`'s input buffer
+    /// and writing its output buffer. Must not synchronise.
+    fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError>;
 }
 
 /// `PhaseTimes` from four events recorded in order on one stream at the phase boundaries; the

@@ -25,10 +25,10 @@
 //! context's spin flag makes the worker poll.
 //!
 //! First use: [`CudaSlot::new`] compiles/loads every module and creates the stream's cuBLAS
-//! handle, so `Job::launch_cuda` only finds cached functions and an existing handle inside
+//! handle, so `CudaJob::launch_cuda` only finds cached functions and an existing handle inside
 //! the timed `ev[1]..ev[2]` span.
-use super::{driver_err, phase_times, CudaBackend, LaunchCtx, SyncMode};
-use crate::backend::{Job, Phases, Slot};
+use super::{driver_err, phase_times, CudaBackend, CudaJob, LaunchCtx, SyncMode};
+use crate::backend::{Phases, Slot};
 use crate::error::OffloadError;
 use crate::PhaseTimes;
 use cudarc::driver::sys::{CUevent_flags, CU_MEMHOSTALLOC_WRITECOMBINED};
@@ -156,7 +156,7 @@ impl CudaSlot {
     /// Enqueues the selected phases with their boundary events; does not wait.
     fn enqueue(
         &mut self,
-        job: &dyn Job,
+        job: &dyn CudaJob,
         n: usize,
         in_words: usize,
         out_words: usize,
@@ -214,7 +214,7 @@ impl Slot for CudaSlot {
 
     fn run(
         &mut self,
-        job: &dyn Job,
+        job: &dyn CudaJob,
         n: usize,
         in_words: usize,
         out_words: usize,

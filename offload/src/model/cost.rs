@@ -209,6 +209,16 @@ impl CostModel {
         CostModel { profile }
     }
     /// The breakdown of one batch of `n` of `kernel` (queue wait `queue_wait` seconds).
+    ///
+    /// ```
+    /// use gmprt_offload::model::{CostModel, DeviceProfile, Residency};
+    /// let m = CostModel::new(DeviceProfile::published_h100());
+    /// let b = m.predict("black_scholes", 1e6, Residency::Host, 0.0).unwrap();
+    /// assert!(b.h2d > 0.0 && b.d2h > 0.0); // inputs on the host pay both copies
+    /// let r = m.predict("black_scholes", 1e6, Residency::Device, 0.0).unwrap();
+    /// assert_eq!((r.h2d, r.d2h), (0.0, 0.0));
+    /// assert!(m.predict("no_such_kernel", 1.0, Residency::Host, 0.0).is_err());
+    /// ```
     pub fn predict(
         &self,
         kernel: &str,

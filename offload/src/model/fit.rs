@@ -111,6 +111,12 @@ impl LinFit {
         best
     }
     /// A fit from known coefficients (published figures), `max_rel_err` 0, one regime.
+    ///
+    /// ```
+    /// use gmprt_offload::model::LinFit;
+    /// let pcie = LinFit::known(10e-6, 1.0 / 25e9); // 10 µs + 25 GB/s
+    /// assert!((pcie.eval(25e6) - 1.01e-3).abs() < 1e-12); // 25 MB: 1.01 ms
+    /// ```
     pub fn known(intercept: f64, slope: f64) -> LinFit {
         LinFit { intercept, slope, max_rel_err: 0.0, below: vec![] }
     }

@@ -6,11 +6,44 @@ use super::fit::{LinFit, Sample};
 use crate::error::OffloadError;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+use std::time::Duration;
+
+/// The profile kernel that holds the device-memory roof: the device-to-device copy kernel
+/// measured by [`calibrate`](crate::calibrate::calibrate()), x = bytes copied (see
+/// [`DeviceProfile::device_copy`]).
+pub const DEVICE_COPY: &str = "device_copy";
+
+/// The profile kernel a job's name ([`Job::name`](crate::Job::name)) is priced and paced by:
+/// `black_scholes`, `saxpy`, `monte_carlo` map to themselves; `sgemm`, `small_sgemm` and
+/// `sgemm_batched` map to `sgemm`. Any other name maps to itself (and is priced only if the
+/// profile has a kernel of that name).
+///
+/// ```
+/// use gmprt_offload::model::profile_kernel_name;
+/// assert_eq!(profile_kernel_name("sgemm_batched"), "sgemm");
+/// assert_eq!(profile_kernel_name("saxpy"), "saxpy");
+/// ```
+pub fn profile_kernel_name(job_name: &str) -> &str {
+    match job_name {
+        "sgemm" | "small_sgemm" | "sgemm_batched" => "sgemm",
+        other => other,
+    }
+}
+
+/// Predicted seconds → `Duration`, clamping negative or non-finite predictions to zero (and
+/// absurd ones to 10⁶ s).
+pub(crate) fn duration(s: f64) -> Duration {
+    if s.is_finite() && s > 0.0 {
+        Duration::from_secs_f64(s.min(1e6))
+    } else {
+        Duration::ZERO
+    }
+}
 
 /// Where a profile's numbers come from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ProfileSource {
-    /// Measured by [`calibrate`](super::calibrate()) on the named machine.
+    /// Measured by [`calibrate`](crate::calibrate::calibrate()) on the named machine.
     Measured,
     /// Built from vendor-published figures, not measured; `citation` says which.
     Published {
@@ -208,10 +241,22 @@ impl DeviceProfile {
         }
     }
     /// The device-memory roof, if calibrated: seconds to copy x bytes device to device (the
-    /// fit of the [`DEVICE_COPY`](super::calibrate::DEVICE_COPY) entry; profiles measured
-    /// before it existed, and the published ones, have none).
+    /// fit of the [`DEVICE_COPY`] entry; profiles measured before it existed, and the
+    /// published ones, have none).
     pub fn device_copy(&self) -> Option<&LinFit> {
-        self.kernels.iter().find(|k| k.name == super::calibrate::DEVICE_COPY).map(|k| &k.device)
+        self.kernels.iter().find(|k| k.name == DEVICE_COPY).map(|k| &k.device)
+    }
+    /// The kernel a job named `job_name` is priced by ([`profile_kernel_name`]), if the
+    /// profile has it.
+    ///
+    /// ```
+    /// let h100 = gmprt_offload::model::DeviceProfile::published_h100();
+    /// assert_eq!(h100.job_kernel("sgemm_batched").map(|k| k.name.as_str()), Some("sgemm"));
+    /// assert!(h100.job_kernel("no_such_kernel").is_none());
+    /// ```
+    pub fn job_kernel(&self, job_name: &str) -> Option<&KernelProfile> {
+        let want = profile_kernel_name(job_name);
+        self.kernels.iter().find(|k| k.name == want)
     }
     /// One line naming the profile: device, source, date, CPU and procs.
     pub fn label(&self) -> String {

@@ -2,7 +2,7 @@
 //! offload layer's `calibrate` (launch overhead, H2D/D2H, each kernel on the device and on
 //! 1 … P cores), with a spinner meanwhile, and saves it for `gmprt explain --device FILE.json`.
 use crate::{fail, spinner};
-use gmprt::offload::model::{calibrate, CalibrateOptions};
+use gmprt::offload::calibrate::{calibrate, CalibrateOptions};
 use gmprt::offload::{Device, DeviceKind};
 use std::path::PathBuf;
 

@@ -1,0 +1,332 @@
+//! The device side of a calibration: how one point is measured ([`median`], [`passes`]), the
+//! two calibration jobs ([`DeviceCopy`], [`Noop`]) and the series measured through a slot or a
+//! bulk helper — launch, copies, the device-memory roof and the four kernels.
+//!
+//! The statistics are shared with `cpu`: every series of a calibration, device or CPU, is
+//! measured in [`PASSES`] passes of [`median`]s.
+use super::{mc_contract, Plan, DEVICE_COPY, MC_SEED};
+use crate::backend::{Job, Phases, Slot};
+use crate::cuda::{CudaJob, LaunchCtx};
+use crate::device::{Device, DeviceKind};
+use crate::error::OffloadError;
+use crate::jobs::{BlackScholes, Saxpy};
+use crate::model::{KernelProfile, LinFit, Sample, Size, TransferProfile};
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+use gmprt_kernels::black_scholes;
+use gmprt_kernels::cuda::{CALIB, FN_COPY};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// Median seconds of at least `reps` calls of `f` (after one warm-up call); `f` returns the
+/// time it measured. Short points get more calls, up to [`MAX_REPS`], so that every point
+/// samples about [`POINT_BUDGET`] seconds: a median of 5 runs of 20 µs is at the mercy of one
+/// scheduler hiccup on a loaded machine, a median of 51 much less so.
+fn median(reps: usize, mut f: impl FnMut() -> Result<Duration, OffloadError>) -> Result<f64, OffloadError> {
+    let warm = f()?.as_secs_f64();
+    let v = (0..calls(reps, warm)).map(|_| f().map(|d| d.as_secs_f64())).collect::<Result<Vec<f64>, _>>()?;
+    Ok(middle(v))
+}
+
+/// How many timed calls [`median`] makes after a warm-up call that took `warm` seconds: at
+/// least `reps`, more for short calls (up to [`MAX_REPS`]), always odd so the median is a
+/// sample.
+pub(super) fn calls(reps: usize, warm: f64) -> usize {
+    let extra = if warm > 0.0 { (POINT_BUDGET / warm) as usize } else { MAX_REPS };
+    reps.max(1).max(extra.min(MAX_REPS) | 1)
+}
+
+/// The median of `v` (non-empty).
+pub(super) fn middle(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Measures every size of a series [`PASSES`] times, one pass over all the sizes after the
+/// other, and keeps per size the median of its passes: `point(n)` gives `K` figures for size
+/// `n` (each usually a [`median`] itself).
+///
+/// Why passes: the shared VM's speed drifts by up to 40% over seconds (the same Black-Scholes
+/// kernel, same process, timed 3.4 and 5.1 ns per option a few seconds apart), and a series
+/// measured in one sweep turns such an episode into a false "regime" over the sizes it
+/// covered. Spread over passes, an episode spoils one pass of a size, which the median drops.
+fn passes<const K: usize>(
+    sizes: &[usize],
+    mut point: impl FnMut(usize) -> Result<[f64; K], OffloadError>,
+) -> Result<Vec<[f64; K]>, OffloadError> {
+    let mut runs: Vec<Vec<[f64; K]>> = vec![Vec::with_capacity(PASSES); sizes.len()];
+    for _ in 0..PASSES {
+        for (i, &n) in sizes.iter().enumerate() {
+            runs[i].push(point(n)?);
+        }
+    }
+    Ok(runs.into_iter().map(|r| std::array::from_fn(|k| middle(r.iter().map(|v| v[k]).collect()))).collect())
+}
+
+/// One series by [`passes`]: `secs(n)` seconds at size n, as samples at x = `work(n)`.
+pub(super) fn samples(
+    sizes: &[usize],
+    work: impl Fn(usize) -> f64,
+    mut secs: impl FnMut(usize) -> Result<f64, OffloadError>,
+) -> Result<Vec<Sample>, OffloadError> {
+    let figures = passes(sizes, |n| Ok([secs(n)?]))?;
+    Ok(sizes.iter().zip(figures).map(|(&n, [s])| Sample { x: work(n), secs: s }).collect())
+}
+
+/// Passes over each series ([`passes`]): three, so that one disturbed pass is outvoted.
+const PASSES: usize = 3;
+
+/// Most calls per point ([`median`]).
+const MAX_REPS: usize = 51;
+/// Seconds of sampling per point that [`median`] aims for when points are short, per pass
+/// (8 ms, ×[`PASSES`] = 24 ms a point: a point of ~1 ms gets ~8 calls per pass and ~24 in all,
+/// whose median is steady to a few percent on the loaded 2-core VM, where 5 ms in one sweep
+/// gave medians of 3-5 calls that moved by 50% from run to run; the full Host calibration
+/// stays under 30 seconds).
+const POINT_BUDGET: f64 = 8e-3;
+
+/// Copies `n` words from the slot's device-side input to its device-side output: the
+/// device-memory roof (`gmprt_copy` on CUDA, 16 bytes per thread step; `n` a multiple of 4).
+struct DeviceCopy;
+
+impl Job for DeviceCopy {
+    fn name(&self) -> &'static str {
+        DEVICE_COPY
+    }
+    fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
+        output[..n].copy_from_slice(black_box(&input[..n]));
+        black_box(&output[..n]);
+        Ok(())
+    }
+}
+
+impl CudaJob for DeviceCopy {
+    fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
+        if !n.is_multiple_of(4) || n > ctx.input.len() || n > ctx.output.len() {
+            return Err(OffloadError::Config(format!(
+                "device copy of {n} words: a multiple of 4 up to the slot's {} / {} words",
+                ctx.input.len(),
+                ctx.output.len()
+            )));
+        }
+        let f = ctx.backend.function(&CALIB, FN_COPY)?;
+        let n4 = n / 4;
+        // Grid-stride: up to 8 blocks of 256 threads per SM, fewer for small copies.
+        let blocks = n4.div_ceil(256).clamp(1, 8 * ctx.backend.sm_count().max(1) as usize) as u32;
+        let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let src = ctx.input.slice(..n);
+        let mut dst = ctx.output.slice_mut(..n);
+        let n4_arg = n4;
+        let mut b = ctx.stream.launch_builder(&f);
+        b.arg(&src).arg(&mut dst).arg(&n4_arg);
+        // SAFETY: `gmprt_copy(const float4* src, float4* dst, size_t n4)`: src and dst hold n
+        // words = n4 float4s each (checked above), device allocations are 256-byte aligned, the
+        // slot's input and output buffers are distinct allocations, and `usize` is `size_t`.
+        unsafe { b.launch(cfg) }.map_err(|e| crate::cuda::driver_err("cuLaunchKernel gmprt_copy", e))?;
+        Ok(())
+    }
+}
+
+/// A job that does nothing: the cost of handing a batch to a slot.
+struct Noop;
+
+impl Job for Noop {
+    fn name(&self) -> &'static str {
+        "noop"
+    }
+    fn run_host(&self, _n: usize, _input: &[u32], _output: &mut [u32]) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl CudaJob for Noop {
+    fn launch_cuda(&self, _ctx: &mut LaunchCtx<'_>, _n: usize) -> Result<(), OffloadError> {
+        Ok(())
+    }
+}
+
+const KERNEL_ONLY: Phases = Phases { h2d: false, kernel: true, d2h: false };
+const H2D_ONLY: Phases = Phases { h2d: true, kernel: false, d2h: false };
+const D2H_ONLY: Phases = Phases { h2d: false, kernel: false, d2h: true };
+
+/// (enqueue, launch + sync) seconds of a 1-item launch after `warm_up` of launches (see the
+/// module docs).
+pub(super) fn launch(device: &Device, reps: usize, warm_up: Duration) -> Result<(f64, f64), OffloadError> {
+    let mut slot = device.backend().new_slot(2, 1)?;
+    let (noop, sx) = (Noop, Saxpy { a: 1.0 });
+    let job: &dyn CudaJob = if device.kind() == DeviceKind::Cuda { &sx } else { &noop };
+    slot.run(job, 1, 2, 1, Phases::ALL)?;
+    // Each `run` synchronises, so this is a loop of launch + sync until `warm_up` has passed.
+    let start = Instant::now();
+    while start.elapsed() < warm_up {
+        slot.run(job, 1, 2, 1, KERNEL_ONLY)?;
+    }
+    // More repeats than elsewhere: each is microseconds, and the median of few is noisy.
+    let reps = reps.max(1) * 20;
+    let enqueue = median(reps, || Ok(slot.run(job, 1, 2, 1, KERNEL_ONLY)?.kernel))?;
+    let sync = median(reps, || {
+        let t = Instant::now();
+        slot.run(job, 1, 2, 1, KERNEL_ONLY)?;
+        Ok(t.elapsed())
+    })?;
+    Ok((enqueue, sync))
+}
+
+/// H2D and D2H transfer profiles.
+pub(super) fn copies(
+    device: &Device,
+    plan: &Plan,
+) -> Result<(TransferProfile, TransferProfile), OffloadError> {
+    let max_words = plan.copy_bytes.iter().max().copied().unwrap_or(4) / 4;
+    let mut slot = device.backend().new_slot(max_words, max_words)?;
+    let src = vec![1u32; max_words];
+    let mut dst = vec![0u32; max_words];
+    dst.fill(2); // touch the pages before timing
+    let mut c = vec![0f32; max_words];
+    let figures = passes(&plan.copy_bytes, |bytes| {
+        let w = bytes / 4;
+        let h2d = median(plan.reps, || Ok(slot.run(&Noop, 1, w, w, H2D_ONLY)?.h2d))?;
+        let d2h = median(plan.reps, || Ok(slot.run(&Noop, 1, w, w, D2H_ONLY)?.d2h))?;
+        let (h2d_pageable, d2h_pageable) = match device.kind() {
+            DeviceKind::Cuda => {
+                // An m×1 by 1×1 product: A (m floats) goes up and C (m floats) comes down,
+                // both from pageable Vecs (B, 4 bytes, adds one tiny copy to the upload).
+                let a: &[f32] = bytemuck::cast_slice(&src[..w]);
+                let b = [1.0f32];
+                device.sgemm(w, 1, 1, a, &b, &mut c[..w])?;
+                let times = (0..plan.reps)
+                    .map(|_| device.sgemm(w, 1, 1, a, &b, &mut c[..w]))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let med = |f: fn(&crate::PhaseTimes) -> Duration| {
+                    middle(times.iter().map(|t| f(t).as_secs_f64()).collect())
+                };
+                (med(|t| t.h2d), med(|t| t.d2h))
+            }
+            _ => {
+                let mut memcpy = || {
+                    let t = Instant::now();
+                    dst[..w].copy_from_slice(black_box(&src[..w]));
+                    black_box(&dst);
+                    Ok(t.elapsed())
+                };
+                (median(plan.reps, &mut memcpy)?, median(plan.reps, &mut memcpy)?)
+            }
+        };
+        Ok([h2d, d2h, h2d_pageable, d2h_pageable])
+    })?;
+    let series = |k: usize| -> Vec<Sample> {
+        plan.copy_bytes.iter().zip(&figures).map(|(&b, f)| Sample { x: b as f64, secs: f[k] }).collect()
+    };
+    let (hp, dp, hg, dg) = (series(0), series(1), series(2), series(3));
+    let tp = |pinned: Vec<Sample>, pageable: Vec<Sample>| TransferProfile {
+        pinned: LinFit::fit(&pinned),
+        pageable: LinFit::fit(&pageable),
+        pinned_samples: pinned,
+        pageable_samples: pageable,
+    };
+    Ok((tp(hp, hg), tp(dp, dg)))
+}
+
+/// The device-memory roof: the copy kernel ([`DeviceCopy`]) over the plan's copy sizes,
+/// kernel phase only (the data is uploaded once, untimed), x = bytes copied.
+pub(super) fn device_copy(device: &Device, plan: &Plan) -> Result<KernelProfile, OffloadError> {
+    let max_words = plan.copy_bytes.iter().max().copied().unwrap_or(16) / 4;
+    let mut slot = device.backend().new_slot(max_words, max_words)?;
+    slot.staging_in().fill(3);
+    slot.run(&DeviceCopy, max_words, max_words, max_words, H2D_ONLY)?;
+    let s = samples(
+        &plan.copy_bytes,
+        |b| b as f64,
+        |b| {
+            let w = b / 4;
+            median(plan.reps, || Ok(slot.run(&DeviceCopy, w, w, w, KERNEL_ONLY)?.kernel))
+        },
+    )?;
+    Ok(kernel(DEVICE_COPY, "bytes", Size::Items { in_bytes: 1.0, out_bytes: 1.0, out_fixed: 0.0 }, s))
+}
+
+/// A profile entry with its device fit and no CPU fits yet.
+fn kernel(name: &str, unit: &str, size: Size, samples: Vec<Sample>) -> KernelProfile {
+    KernelProfile {
+        name: name.into(),
+        unit: unit.into(),
+        size,
+        device: LinFit::fit(&samples),
+        device_samples: samples,
+        cpu: vec![],
+    }
+}
+
+/// Kernel phase of `job` over `n` items already uploaded to `slot`.
+fn slot_kernel(
+    slot: &mut dyn Slot,
+    job: &dyn CudaJob,
+    n: usize,
+    (iw, ow): (usize, usize),
+    reps: usize,
+) -> Result<f64, OffloadError> {
+    slot.run(job, n, iw, ow, H2D_ONLY)?;
+    median(reps, || Ok(slot.run(job, n, iw, ow, KERNEL_ONLY)?.kernel))
+}
+
+/// Device-time fits of the four kernels.
+pub(super) fn device_kernels(device: &Device, plan: &Plan) -> Result<Vec<KernelProfile>, OffloadError> {
+    let reps = plan.reps;
+    // Black-Scholes: 6 words in, 6 out per option.
+    let nmax = plan.bs.iter().max().copied().unwrap_or(1);
+    let chain = black_scholes::synthetic_chain(nmax, 42);
+    let mut slot = device.backend().new_slot(6 * nmax, 6 * nmax)?;
+    let bs = samples(
+        &plan.bs,
+        |n| n as f64,
+        |n| {
+            black_scholes::stage_words(&chain[..n], &mut slot.staging_in()[..6 * n]);
+            slot_kernel(&mut *slot, &BlackScholes, n, (6 * n, 6 * n), reps)
+        },
+    )?;
+    drop(slot);
+    // SAXPY: x then y in, a·x + y out.
+    let nmax = plan.saxpy.iter().max().copied().unwrap_or(1);
+    let mut slot = device.backend().new_slot(2 * nmax, nmax)?;
+    let sx = samples(
+        &plan.saxpy,
+        |n| n as f64,
+        |n| {
+            let (x, y) = slot.staging_in()[..2 * n].split_at_mut(n);
+            x.fill(1.5f32.to_bits());
+            y.fill(0.5f32.to_bits());
+            slot_kernel(&mut *slot, &Saxpy { a: 2.0 }, n, (2 * n, n), reps)
+        },
+    )?;
+    drop(slot);
+    // SGEMM: square N, x = 2N³ flops.
+    let mm = samples(
+        &plan.sgemm,
+        |n| 2.0 * (n as f64).powi(3),
+        |n| {
+            let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 0.25).collect();
+            let mut c = vec![0f32; n * n];
+            median(reps, || Ok(device.sgemm(n, n, n, &a, &a, &mut c)?.kernel))
+        },
+    )?;
+    // Monte Carlo: 4 paths per Philox block.
+    let contract = mc_contract();
+    let mc = samples(
+        &plan.mc_paths,
+        |n| n as f64,
+        |paths| {
+            let blocks = (paths / 4) as u64;
+            median(reps, || Ok(device.option_paths_sum(MC_SEED, &contract, blocks)?.1.kernel))
+        },
+    )?;
+    let bytes = |i: usize, o: usize| Size::Items {
+        in_bytes: 4.0 * i as f64,
+        out_bytes: 4.0 * o as f64,
+        out_fixed: 0.0,
+    };
+    Ok(vec![
+        kernel("black_scholes", "options", bytes(6, 6), bs),
+        kernel("saxpy", "elements", bytes(2, 1), sx),
+        kernel("sgemm", "N (matrix side)", Size::MatrixN, mm),
+        kernel("monte_carlo", "paths", Size::Items { in_bytes: 0.0, out_bytes: 0.0, out_fixed: 16.0 }, mc),
+    ])
+}
