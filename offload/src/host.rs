@@ -20,11 +20,9 @@
 use crate::backend::{host_available, Backend, Job, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
 use crate::cuda::CudaJob;
 use crate::error::OffloadError;
+use crate::pool::host_threads;
 use gmprt_kernels::KernelError;
 use std::time::{Duration, Instant};
-
-// Moved to the pool; kept under this path for the code that names it here (batcher/mod.rs).
-pub(crate) use crate::pool::host_threads;
 
 /// The CPU standing in for a GPU. Cheap to create; holds no threads of its own.
 ///

@@ -571,7 +571,7 @@ impl<K: BatchKernel> Batcher<K> {
             .as_ref()
             .map(|h| h.procs())
             .or_else(|| gmprt_runtime::Handle::try_current().map(|h| h.procs()))
-            .unwrap_or_else(crate::host::host_threads);
+            .unwrap_or_else(crate::pool::host_threads);
         let lanes = procs + 1;
         // Memory, all of it, before any of it is allocated (see "Memory" in the module docs).
         let need = MemoryNeed {
