@@ -161,6 +161,31 @@ impl OwnedTasks {
         }
     }
 
+    /// Whether `f` holds for some listed task; stops at the first (shard by shard, each under
+    /// its lock, as [`for_each`](Self::for_each)).
+    pub(crate) fn any(&self, mut f: impl FnMut(&Header) -> bool) -> bool {
+        let mut found = false;
+        for shard in self.shards.iter() {
+            let shard = shard.lock();
+            let mut cur = shard.head;
+            while let Some(h) = cur {
+                // SAFETY: `h` is linked in this shard, whose lock we hold: the list's reference
+                // keeps it alive, and its links change only under this lock.
+                let h = unsafe { h.as_ref() };
+                if f(h) {
+                    found = true;
+                    break;
+                }
+                // SAFETY: as above.
+                cur = h.links.with(|l| unsafe { (*l).next });
+            }
+            if found {
+                break;
+            }
+        }
+        found
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().len).sum()
     }
