@@ -31,7 +31,7 @@
 //! [`BatcherConfig::placement`] says where each closed batch runs: on the device
 //! ([`Placement::Gpu`], the default), on the CPU ([`Placement::Cpu`]: chunks over the runtime's
 //! Ps with `parallel_for`, the device untouched), or per batch where the
-//! configured [`CostModel`] predicts it is faster ([`Placement::Auto`], opt-in). The runtime
+//! configured [`CostModel`](crate::model::CostModel) predicts it is faster ([`Placement::Auto`], opt-in). The runtime
 //! itself never moves a task: see [`Placement`]'s module for why. Staging, scatter and every
 //! guarantee below are the same whichever side runs a batch.
 //!
@@ -181,14 +181,17 @@
 //! A waiter popped by a worker learns it from `served` (an atomic: every ticket below it
 //! was popped, as waiters leave in ticket order) and enters on its reservation without
 //! `central`.
-use crate::backend::{host_available, MemoryNeed, Slot};
+#[cfg(doc)]
+use crate::backend::Slot;
+use crate::backend::{host_available, MemoryNeed};
 use crate::device::Device;
 use crate::error::OffloadError;
 use crate::jobs::BatchKernel;
-use crate::model::CostModel;
 use crate::timeline::{BatchTimeline, BatcherStats, CloseReason, PlacementDecision, Report, TimelineLog};
 
+mod accept;
 mod closer;
+mod config;
 mod latency;
 mod many;
 mod placement;
@@ -198,134 +201,23 @@ mod submit;
 #[cfg(test)]
 mod tests;
 mod trace;
+mod worker;
 
+pub use config::{
+    BatcherConfig, Occupancy, IN_FLIGHT_LIMIT, MAX_BATCH_LIMIT, MAX_DELAY_LIMIT, SLOT_WORDS_LIMIT,
+};
 pub use many::SubmitMany;
 use parking_lot::{Condvar, Mutex};
 pub use placement::Placement;
-use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 pub use submit::Submit;
 use submit::SubmitState;
-
-/// Largest accepted `max_batch`.
-pub const MAX_BATCH_LIMIT: usize = 1 << 24;
-/// Largest accepted `in_flight`.
-pub const IN_FLIGHT_LIMIT: usize = 64;
-/// Largest accepted `max_delay`.
-pub const MAX_DELAY_LIMIT: Duration = Duration::from_secs(3600);
-/// Largest staging buffer (words, input or output) one slot may need: 4 GiB.
-pub const SLOT_WORDS_LIMIT: usize = 1 << 30;
-
-/// How long an idle worker polls for a batch before it parks on the condvar: 64 rounds, the
-/// first 8 busy (`spin_loop`, ~0.1 µs in all) and the rest `sched_yield`s (~0.3-1 µs each,
-/// more when other threads run): tens of µs, about one Host batch cycle. Parking right away
-/// cost a futex sleep and a wake per batch, as much again as the batch (perf,
-/// `offload_submitters`).
-const SPIN_ROUNDS: usize = 64;
-/// Of [`SPIN_ROUNDS`], how many only `spin_loop` (see there).
-const SPIN_BUSY_ROUNDS: usize = 8;
-
-thread_local! {
-    /// True on the slot worker threads of every Batcher: a shutdown called there does not
-    /// wait for workers (see "Shutdown waits for the workers" in the module docs).
-    static ON_SLOT_WORKER: Cell<bool> = const { Cell::new(false) };
-}
-
-/// How a [`Batcher`] forms batches and where it runs them.
-#[derive(Clone, Debug)]
-pub struct BatcherConfig {
-    /// A batch closes when it holds this many items (1 ..= 2²⁴).
-    pub max_batch: usize,
-    /// ... or when its oldest item has waited this long (≤ 1 h; zero = as soon as a slot is
-    /// free).
-    pub max_delay: Duration,
-    /// Batches in flight at once = slots = streams = worker threads (1 ..= 64). Two let the
-    /// copies of one batch overlap the kernel of another on a GPU.
-    pub in_flight: usize,
-    /// Where each batch runs (default [`Placement::Gpu`]: the Batcher's device).
-    pub placement: Placement,
-    /// The cost model [`Placement::Auto`] asks (required by `Auto`, ignored otherwise).
-    pub model: Option<Arc<CostModel>>,
-    /// The runtime whose Ps run CPU-placed batches. `None`: the runtime [`Batcher::new`] is
-    /// called from, if any; with no runtime at all, CPU batches run on the slot's worker
-    /// thread (one core).
-    pub runtime: Option<gmprt_runtime::Handle>,
-}
-
-impl PartialEq for BatcherConfig {
-    /// Field by field; two models are equal when they are the same `Arc`; runtimes compare by
-    /// presence only (a `Handle` has no identity to compare).
-    fn eq(&self, other: &Self) -> bool {
-        self.runtime.is_some() == other.runtime.is_some()
-            && self.max_batch == other.max_batch
-            && self.max_delay == other.max_delay
-            && self.in_flight == other.in_flight
-            && self.placement == other.placement
-            && match (&self.model, &other.model) {
-                (None, None) => true,
-                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                _ => false,
-            }
-    }
-}
-
-impl Default for BatcherConfig {
-    /// `max_batch` 1024, `max_delay` 200 µs, `in_flight` 2, placement `Gpu`, no model.
-    fn default() -> Self {
-        BatcherConfig {
-            max_batch: 1024,
-            max_delay: Duration::from_micros(200),
-            in_flight: 2,
-            placement: Placement::Gpu,
-            model: None,
-            runtime: None,
-        }
-    }
-}
-
-impl BatcherConfig {
-    /// Checks the ranges; `Err(Config)` says which value is wrong and what is accepted.
-    pub fn validate(&self) -> Result<(), OffloadError> {
-        let err = |m: String| Err(OffloadError::Config(m));
-        if self.max_batch == 0 || self.max_batch > MAX_BATCH_LIMIT {
-            return err(format!("max_batch must be in 1..={MAX_BATCH_LIMIT}, got {}", self.max_batch));
-        }
-        if self.in_flight == 0 || self.in_flight > IN_FLIGHT_LIMIT {
-            return err(format!(
-                "in_flight must be in 1..={IN_FLIGHT_LIMIT} (2 or more to overlap copies and kernels), got {}",
-                self.in_flight
-            ));
-        }
-        if self.max_delay > MAX_DELAY_LIMIT {
-            return err(format!("max_delay must be at most {MAX_DELAY_LIMIT:?}, got {:?}", self.max_delay));
-        }
-        if self.placement == Placement::Auto && self.model.is_none() {
-            return err("placement Auto needs a cost model (BatcherConfig::model); none was given".into());
-        }
-        Ok(())
-    }
-}
-
-/// A snapshot of a Batcher's load.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Occupancy {
-    /// Items in the open batch.
-    pub open_items: usize,
-    /// Submits waiting for room (backpressure), not counting woken ones.
-    pub waiting: usize,
-    /// Room in the open batch reserved for woken waiters.
-    pub reserved: usize,
-    /// Slots running a batch.
-    pub busy_slots: usize,
-    /// Whether the Batcher is shut down.
-    pub closed: bool,
-}
 
 /// Coalesces items submitted one at a time by many tasks into batches of kernel `K`, one
 /// launch per batch, on a [`Device`]. Cheap to clone (an `Arc`); dropping the last clone shuts
@@ -640,12 +532,9 @@ impl<K: BatchKernel> Batcher<K> {
         let owner = Arc::new(Owner { shared: shared.clone() });
         for (index, (slot, spare)) in slots.into_iter().zip(spares).enumerate() {
             let s = shared.clone();
-            let spawned = std::thread::Builder::new().name(trace::worker_name(index, s.kernel.name())).spawn(
-                move || {
-                    ON_SLOT_WORKER.with(|w| w.set(true));
-                    s.worker(index, slot, spare);
-                },
-            );
+            let spawned = std::thread::Builder::new()
+                .name(trace::worker_name(index, s.kernel.name()))
+                .spawn(move || s.worker(index, slot, spare));
             match spawned {
                 Ok(handle) => shared.workers.lock().push(handle),
                 Err(e) => {
@@ -825,258 +714,5 @@ impl<K: BatchKernel> Shared<K> {
         stats.rejected_invalid = self.rejected_invalid.load(Ordering::Relaxed);
         stats.rejected_closed = self.rejected_closed.load(Ordering::Relaxed);
         stats
-    }
-
-    /// Steps 1-2 of the protocol for one item (`submit`): enters `item.take()` into the
-    /// caller's lane as one entry. `reserved`: the caller is a waiter holding a reservation.
-    /// On `Err` the item is still in `item`.
-    fn enter_one(
-        &self,
-        central: Option<&mut Central>,
-        item: &mut Option<K::Item>,
-        submitted: Instant,
-        reserved: bool,
-    ) -> Result<Piece<K::Output>, EnterError> {
-        debug_assert!(item.is_some());
-        self.enter(central, 1, reserved, submitted, Out::One(None), |items| {
-            items.push(item.take().expect("checked"))
-        })
-    }
-
-    /// Steps 1-2 for `n` items as one entry with output `out`: under the caller's lane lock,
-    /// grows the lane and its block (fallibly), admits `n` on the admission word, and only
-    /// then lets `push` move the items into the lane. Then stamps and notifies as the
-    /// admission says (see the `stage` module), under `central`: the caller's guard when it
-    /// holds it (the slow paths), else taken here.
-    #[allow(clippy::too_many_arguments)] // one body for every way in
-    fn enter(
-        &self,
-        central: Option<&mut Central>,
-        n: usize,
-        reserved: bool,
-        submitted: Instant,
-        out: Out<K::Output>,
-        push: impl FnOnce(&mut Vec<K::Item>),
-    ) -> Result<Piece<K::Output>, EnterError> {
-        let lane = self.stage.lane();
-        let mut l = lane.lock();
-        let memory = |what: &str, e: std::collections::TryReserveError| {
-            EnterError::Memory(OffloadError::Config(format!(
-                "cannot grow the {what} for {n} more item(s) of {} ({e}); {}",
-                self.kernel.name(),
-                host_available()
-            )))
-        };
-        l.items.try_reserve(n).map_err(|e| memory("lane", e))?;
-        let block =
-            l.block.get_or_insert_with(|| Block::new(self.next_batch.load(Ordering::Relaxed))).clone();
-        let mut b = block.state.lock();
-        b.entries.try_reserve(1).map_err(|e| memory("result entries", e))?;
-        let admitted = self.stage.admit(n, reserved).map_err(EnterError::Refused)?;
-        push(&mut l.items);
-        b.entries.push(Entry { waker: None, submitted, out });
-        let index = b.entries.len() - 1;
-        drop(b);
-        drop(l);
-        if admitted.first || admitted.full {
-            match central {
-                Some(c) => {
-                    self.announce(c, admitted, false);
-                }
-                None => {
-                    if self.announce(&mut self.central.lock(), admitted, true) == closer::Armed::Start {
-                        self.start_closer();
-                    }
-                }
-            }
-        }
-        Ok((block, index))
-    }
-
-    /// After an admission that opened (`first`) or filled the batch: stamps the open batch
-    /// and notifies an idle worker, under `central` (held by the caller).
-    fn announce(&self, c: &mut Central, admitted: stage::Admitted, may_start: bool) -> closer::Armed {
-        let mut armed = closer::Armed::No;
-        if admitted.first {
-            // Tracing: one arrow per batch, from the submit that opens it (see `trace`); it
-            // starts before the batch's `opened`, where the trace draws its queue wait.
-            c.flow = self.trace.as_ref().map(trace::submit_flow);
-            c.opened = Some(Instant::now());
-            if self.config.max_delay.is_zero() {
-                let on_runtime = may_start && gmprt_runtime::procid().is_some();
-                armed = c.closer.arm(on_runtime);
-                if armed != closer::Armed::No && !admitted.full {
-                    // The closer tells a worker when the runnable tasks have had their turn.
-                    return armed;
-                }
-            }
-        }
-        self.work.notify_one();
-        armed
-    }
-
-    /// Closes the Batcher (first call only), then joins the workers.
-    fn shutdown(&self) {
-        if self.stage.close() {
-            let (waiters, closer) = {
-                let mut c = self.central.lock();
-                let waiters: Vec<Waker> = c.waiters.drain(..).map(|(_, w)| w).collect();
-                (waiters, c.closer.waker.take())
-            };
-            // The closer sees the closed bit and exits.
-            if let Some(w) = closer {
-                w.wake();
-            }
-            self.work.notify_all();
-            for w in waiters {
-                w.wake();
-            }
-        }
-        self.join_workers();
-    }
-
-    /// Waits until every slot worker thread has exited (see "Shutdown waits for the workers"
-    /// in the module docs): not on a worker thread; on an M inside `syscall`, and not at all
-    /// if the runtime refuses that hand-off.
-    fn join_workers(&self) {
-        if ON_SLOT_WORKER.with(Cell::get) {
-            return;
-        }
-        let join = || {
-            // Held across the joins: a concurrent shutdown returns only after them too.
-            let mut workers = self.workers.lock();
-            for handle in workers.drain(..) {
-                // A worker catches the panics of kernels and items; one escaping anyway has
-                // already been reported by the panic hook, and shutdown must not re-raise it.
-                let _ = handle.join();
-            }
-        };
-        // Off an M `syscall` just runs `join`; the refusal hands `join` back unrun.
-        let _refused = gmprt_runtime::syscall(join);
-    }
-
-    /// Slot worker: takes batches until the Batcher is closed and drained. `spare` is the
-    /// empty item `Vec` (capacity `max_batch`) the lanes' items are moved into.
-    fn worker(&self, slot_index: usize, mut slot: Box<dyn Slot>, mut spare: Vec<K::Item>) {
-        let mut wake: Vec<Waker> = Vec::new();
-        // Host buffers of CPU-placed batches run on this thread (allocated at the first one).
-        let mut cpu = run::CpuBuffers::default();
-        let mut lanes = self.trace.as_ref().map(|r| trace::SlotTrace::new(r, slot_index, self.kernel.name()));
-        while let Some(taken) = self.take(&mut spare, &mut wake) {
-            // The waiters given room: they may enter the next batch while this one runs.
-            gmprt_runtime::injectglist(wake.drain(..));
-            self.busy.fetch_add(1, Ordering::Relaxed);
-            let marks = self.run(slot_index, &mut *slot, &mut spare, &mut cpu, taken, &mut wake);
-            self.busy.fetch_sub(1, Ordering::Relaxed);
-            // Every item's task at once: one global-queue round, as many Ps started as needed.
-            gmprt_runtime::injectglist(wake.drain(..));
-            // Tracing only (one branch per batch otherwise): after the wakes, so the `wake`
-            // slice holds the runtime's wake arrows.
-            if let (Some(lanes), Some(marks)) = (&mut lanes, marks) {
-                let procs = self.cpu_rt.as_ref().map_or(1, |rt| rt.procs());
-                lanes.batch(&marks, Instant::now(), self.config.model.as_deref(), self.kernel.name(), procs);
-            }
-        }
-    }
-
-    /// A worker about to park: polls the admission word for up to [`SPIN_ROUNDS`] rounds
-    /// (a few busy ones, then `sched_yield`s) and returns early once anything is open or the
-    /// Batcher is closed. Without `central`: the caller re-checks under it before it parks,
-    /// so a notification sent meanwhile is not lost (see "Why no deadlock").
-    fn spin_for_work(&self) {
-        for round in 0..SPIN_ROUNDS {
-            let w = self.stage.word();
-            if w.open() > 0 || w.closed() {
-                return;
-            }
-            if round < SPIN_BUSY_ROUNDS {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
-    }
-
-    /// Waits until a batch may close, then takes it (step 2): the lanes' items are moved into
-    /// `items` (empty on entry) and the wakers of the waiters given room are pushed to
-    /// `wake`. `None` once the Batcher is closed and nothing is open.
-    fn take(&self, items: &mut Vec<K::Item>, wake: &mut Vec<Waker>) -> Option<Taken<K::Output>> {
-        debug_assert!(items.is_empty());
-        let max_batch = self.config.max_batch;
-        let mut c = self.central.lock();
-        let mut spun = false;
-        loop {
-            let w = self.stage.word();
-            if w.open() == 0 {
-                if w.closed() {
-                    return None;
-                }
-                if !spun {
-                    // Spin before parking (as Go's spinning Ms do): a batch cycle is a few µs
-                    // on the Host device, and a futex sleep + wake per batch costs as much.
-                    spun = true;
-                    parking_lot::MutexGuard::unlocked(&mut c, || self.spin_for_work());
-                    continue;
-                }
-                self.work.wait(&mut c);
-                continue;
-            }
-            // The submit that opened the batch stamps it (and starts its trace arrow) under
-            // `central` right after its admission, and then notifies: wait for that, so the
-            // batch's `opened` and arrow are its own.
-            let Some(opened) = c.opened else {
-                self.work.wait(&mut c);
-                continue;
-            };
-            let now = Instant::now();
-            let reason = if w.open() >= max_batch {
-                CloseReason::Full
-            } else if w.closed() {
-                CloseReason::Shutdown
-            } else if c.flush {
-                CloseReason::Flush
-            } else if self.config.max_delay.is_zero() {
-                if c.closer.holds() {
-                    // Not before the tasks runnable when it opened have run (`closer`).
-                    self.work.wait(&mut c);
-                    continue;
-                }
-                // Triton's default: a free slot takes whatever is queued.
-                CloseReason::Deadline
-            } else {
-                // `max_delay ≤ 1 h` (validated), so this cannot overflow in practice; if it
-                // did, the batch would wait for full/flush/shutdown.
-                match opened.checked_add(self.config.max_delay) {
-                    Some(deadline) if now < deadline => {
-                        self.work.wait_until(&mut c, deadline);
-                        continue;
-                    }
-                    Some(_) => CloseReason::Deadline,
-                    None => {
-                        self.work.wait(&mut c);
-                        continue;
-                    }
-                }
-            };
-            let mut blocks = Vec::new();
-            let moved = self.stage.take(items, &mut blocks);
-            debug_assert!(moved > 0, "open > 0 under central, and only workers take (under central)");
-            c.opened = None;
-            c.flush = false;
-            c.closer.taken();
-            let flow = c.flow.take();
-            // Room goes to the front waiters first (step 4 of the `stage` module).
-            if !c.waiters.is_empty() {
-                let k = c.waiters.len();
-                let got = self.stage.reserve(k, true);
-                wake.extend(self.pop_waiters(&mut c, got));
-            }
-            drop(c);
-            let seq = self.next_batch.fetch_add(1, Ordering::Relaxed);
-            for (b, _) in &blocks {
-                b.state.lock().seq = Some(seq);
-            }
-            return Some(Taken { seq, blocks, opened, closed_at: now, reason, flow });
-        }
     }
 }

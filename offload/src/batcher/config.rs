@@ -1,0 +1,108 @@
+//! A Batcher's configuration ([`BatcherConfig`], checked by `validate`), its limits, and
+//! the [`Occupancy`] snapshot.
+#[cfg(doc)]
+use super::Batcher;
+use super::Placement;
+use crate::error::OffloadError;
+use crate::model::CostModel;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Largest accepted `max_batch`.
+pub const MAX_BATCH_LIMIT: usize = 1 << 24;
+/// Largest accepted `in_flight`.
+pub const IN_FLIGHT_LIMIT: usize = 64;
+/// Largest accepted `max_delay`.
+pub const MAX_DELAY_LIMIT: Duration = Duration::from_secs(3600);
+/// Largest staging buffer (words, input or output) one slot may need: 4 GiB.
+pub const SLOT_WORDS_LIMIT: usize = 1 << 30;
+
+/// How a [`Batcher`] forms batches and where it runs them.
+#[derive(Clone, Debug)]
+pub struct BatcherConfig {
+    /// A batch closes when it holds this many items (1 ..= 2²⁴).
+    pub max_batch: usize,
+    /// ... or when its oldest item has waited this long (≤ 1 h; zero = as soon as a slot is
+    /// free).
+    pub max_delay: Duration,
+    /// Batches in flight at once = slots = streams = worker threads (1 ..= 64). Two let the
+    /// copies of one batch overlap the kernel of another on a GPU.
+    pub in_flight: usize,
+    /// Where each batch runs (default [`Placement::Gpu`]: the Batcher's device).
+    pub placement: Placement,
+    /// The cost model [`Placement::Auto`] asks (required by `Auto`, ignored otherwise).
+    pub model: Option<Arc<CostModel>>,
+    /// The runtime whose Ps run CPU-placed batches. `None`: the runtime [`Batcher::new`] is
+    /// called from, if any; with no runtime at all, CPU batches run on the slot's worker
+    /// thread (one core).
+    pub runtime: Option<gmprt_runtime::Handle>,
+}
+
+impl PartialEq for BatcherConfig {
+    /// Field by field; two models are equal when they are the same `Arc`; runtimes compare by
+    /// presence only (a `Handle` has no identity to compare).
+    fn eq(&self, other: &Self) -> bool {
+        self.runtime.is_some() == other.runtime.is_some()
+            && self.max_batch == other.max_batch
+            && self.max_delay == other.max_delay
+            && self.in_flight == other.in_flight
+            && self.placement == other.placement
+            && match (&self.model, &other.model) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            }
+    }
+}
+
+impl Default for BatcherConfig {
+    /// `max_batch` 1024, `max_delay` 200 µs, `in_flight` 2, placement `Gpu`, no model.
+    fn default() -> Self {
+        BatcherConfig {
+            max_batch: 1024,
+            max_delay: Duration::from_micros(200),
+            in_flight: 2,
+            placement: Placement::Gpu,
+            model: None,
+            runtime: None,
+        }
+    }
+}
+
+impl BatcherConfig {
+    /// Checks the ranges; `Err(Config)` says which value is wrong and what is accepted.
+    pub fn validate(&self) -> Result<(), OffloadError> {
+        let err = |m: String| Err(OffloadError::Config(m));
+        if self.max_batch == 0 || self.max_batch > MAX_BATCH_LIMIT {
+            return err(format!("max_batch must be in 1..={MAX_BATCH_LIMIT}, got {}", self.max_batch));
+        }
+        if self.in_flight == 0 || self.in_flight > IN_FLIGHT_LIMIT {
+            return err(format!(
+                "in_flight must be in 1..={IN_FLIGHT_LIMIT} (2 or more to overlap copies and kernels), got {}",
+                self.in_flight
+            ));
+        }
+        if self.max_delay > MAX_DELAY_LIMIT {
+            return err(format!("max_delay must be at most {MAX_DELAY_LIMIT:?}, got {:?}", self.max_delay));
+        }
+        if self.placement == Placement::Auto && self.model.is_none() {
+            return err("placement Auto needs a cost model (BatcherConfig::model); none was given".into());
+        }
+        Ok(())
+    }
+}
+
+/// A snapshot of a Batcher's load.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Occupancy {
+    /// Items in the open batch.
+    pub open_items: usize,
+    /// Submits waiting for room (backpressure), not counting woken ones.
+    pub waiting: usize,
+    /// Room in the open batch reserved for woken waiters.
+    pub reserved: usize,
+    /// Slots running a batch.
+    pub busy_slots: usize,
+    /// Whether the Batcher is shut down.
+    pub closed: bool,
+}
