@@ -347,7 +347,8 @@ impl MemoryNeed {
     /// ```
     /// use gmprt_offload::{MemoryNeed, MemoryParts};
     ///
-    /// let need = MemoryNeed { slots: 8, items: 1 << 24, in_words: 2, out_words: 1, queues: 4, item_bytes: 16 };
+    /// let need =
+    ///     MemoryNeed { slots: 8, items: 1 << 24, in_words: 2, out_words: 1, queues: 4, item_bytes: 16 };
     /// assert_eq!(
     ///     need.made_of(MemoryParts::ALL),
     ///     "8 slots × 16777216 items × 12 B per item (8 B in + 4 B out) = 1.5 GiB of staging \
@@ -477,7 +478,10 @@ impl fmt::Display for Available {
 /// let a = gmprt_offload::backend::host_available();
 /// assert_eq!(a.source, "MemAvailable in /proc/meminfo");
 /// match &a.bytes {
-///     Ok(bytes) => assert!(*bytes > 0 && a.to_string().ends_with("is available (MemAvailable in /proc/meminfo)")),
+///     Ok(bytes) => {
+///         assert!(*bytes > 0);
+///         assert!(a.to_string().ends_with("is available (MemAvailable in /proc/meminfo)"));
+///     }
 ///     Err(why) => assert!(a.to_string().contains(why.as_str())), // not Linux, or no /proc
 /// }
 /// ```
