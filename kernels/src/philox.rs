@@ -32,13 +32,19 @@ pub const TAG_PI: u32 = 0;
 /// ```
 pub const TAG_PATHS: u32 = 1;
 
-/// Philox4x32 multiplier for words 0/1.
+/// Philox4x32 multiplier `M0` (Salmon et al.'s `PHILOX_M4x32_0`): each round takes the 32×32→64
+/// product `M0 · c0`, whose halves become words 2 and 3 (see the module docs). The CUDA
+/// source defines the same constants (`GMPRT_PHILOX_*` in `cuda/monte_carlo.cu`), which is
+/// what makes CPU and GPU draws identical.
 pub const PHILOX_M0: u32 = 0xD251_1F53;
-/// Philox4x32 multiplier for words 2/3.
+/// Philox4x32 multiplier `M1` (`PHILOX_M4x32_1`): each round takes the product `M1 · c2`,
+/// whose halves become words 0 and 1 (see the module docs).
 pub const PHILOX_M1: u32 = 0xCD9E_8D57;
-/// Weyl increment of key word 0.
+/// Weyl increment of key word 0, added (wrapping) to `k0` between rounds: ⌊2³² / φ⌋, the
+/// golden ratio (`PHILOX_W32_0`).
 pub const PHILOX_W0: u32 = 0x9E37_79B9;
-/// Weyl increment of key word 1.
+/// Weyl increment of key word 1, added (wrapping) to `k1` between rounds: the first 32
+/// fractional bits of √3 − 1 (`PHILOX_W32_1`).
 pub const PHILOX_W1: u32 = 0xBB67_AE85;
 
 #[inline(always)]

@@ -351,6 +351,35 @@ pub fn sgemm_crate(
 /// As [`sgemm_crate`], with the row blocks run by `par` (a persistent pool, say) instead of
 /// scoped threads started per call; `threads = 0` means [`Parallel::threads`]. The blocks are
 /// the same for every executor, so the results are bit-identical.
+///
+/// ```
+/// use gmprt_kernels::parallel::{Parallel, Task};
+/// use gmprt_kernels::sgemm::{sgemm_crate, sgemm_crate_on};
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+///
+/// /// Runs the parts in order on the calling thread, counting them.
+/// struct Counting(AtomicUsize);
+/// impl Parallel for Counting {
+///     fn threads(&self) -> usize {
+///         4
+///     }
+///     fn run_all(&self, tasks: Vec<Task<'_>>) {
+///         self.0.fetch_add(tasks.len(), Ordering::Relaxed);
+///         tasks.into_iter().for_each(|t| t());
+///     }
+/// }
+/// let (m, n, k) = (37, 35, 9);
+/// let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 * 0.3).collect();
+/// let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 * 0.7).collect();
+/// let par = Counting(AtomicUsize::new(0));
+/// let mut c = vec![0.0; m * n];
+/// sgemm_crate_on(&par, m, n, k, &a, &b, &mut c, 0).unwrap(); // 0: par.threads()
+/// assert_eq!(par.0.load(Ordering::Relaxed), 4); // row blocks of 10, 10, 10 and 7 rows
+/// // The same 4 blocks on scoped threads: the same bits.
+/// let mut scoped = vec![0.0; m * n];
+/// sgemm_crate(m, n, k, &a, &b, &mut scoped, 4).unwrap();
+/// assert_eq!(c, scoped);
+/// ```
 #[allow(clippy::too_many_arguments)]
 pub fn sgemm_crate_on(
     par: &dyn Parallel,

@@ -55,6 +55,18 @@ pub trait Job: Sync {
 }
 
 /// Which phases [`Slot::run`] performs.
+///
+/// ```
+/// use gmprt_offload::{Device, Phases, Saxpy};
+///
+/// let mut slot = Device::host().backend().new_slot(2, 1).unwrap();
+/// slot.staging_in().copy_from_slice(&[2.0f32.to_bits(), 1.0f32.to_bits()]); // x = 2, y = 1
+/// // Upload only: the kernel and D2H take no time and leave the output as it was.
+/// let upload = Phases { h2d: true, kernel: false, d2h: false };
+/// let t = slot.run(&Saxpy { a: 3.0 }, 1, 2, 1, upload).unwrap();
+/// assert!(t.kernel.is_zero() && t.d2h.is_zero());
+/// assert_eq!(slot.staging_out(), [0]);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Phases {
     /// Copy the staged input to the device buffer.
@@ -67,10 +79,30 @@ pub struct Phases {
 
 impl Phases {
     /// All three phases.
+    ///
+    /// ```
+    /// use gmprt_offload::{Device, Phases, Saxpy};
+    ///
+    /// assert!(Phases::ALL.h2d && Phases::ALL.kernel && Phases::ALL.d2h);
+    /// let mut slot = Device::host().backend().new_slot(2, 1).unwrap();
+    /// slot.staging_in().copy_from_slice(&[2.0f32.to_bits(), 1.0f32.to_bits()]);
+    /// slot.run(&Saxpy { a: 3.0 }, 1, 2, 1, Phases::ALL).unwrap();
+    /// assert_eq!(f32::from_bits(slot.staging_out()[0]), 7.0); // 3·2 + 1, uploaded and back
+    /// ```
     pub const ALL: Phases = Phases { h2d: true, kernel: true, d2h: true };
 }
 
 /// Device-side time of each phase of one run (zero for a phase not run).
+///
+/// ```
+/// use gmprt_offload::{Device, PhaseTimes, Saxpy};
+///
+/// let input = [2.0f32.to_bits(), 1.0f32.to_bits()];
+/// // Resident: the input is uploaded and the output fetched untimed, so only the kernel counts.
+/// let (out, t) = Device::host().run_bulk(&Saxpy { a: 3.0 }, 1, &input, 2, 1, true).unwrap();
+/// assert_eq!(f32::from_bits(out[0]), 7.0);
+/// assert_eq!(t, PhaseTimes { kernel: t.kernel, ..PhaseTimes::default() });
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PhaseTimes {
     /// Host → device copy.
@@ -82,6 +114,23 @@ pub struct PhaseTimes {
 }
 
 /// A device able to create execution slots.
+///
+/// ```
+/// use gmprt_offload::model::DeviceProfile;
+/// use gmprt_offload::{Backend, HostBackend, MemoryNeed, SimBackend};
+///
+/// let backends: [Box<dyn Backend>; 2] =
+///     [Box::new(HostBackend::new(None)), Box::new(SimBackend::new(DeviceProfile::published_h100()))];
+/// // Check the memory once for all the slots, then make them.
+/// let need = MemoryNeed { slots: 2, items: 256, in_words: 2, out_words: 1, queues: 0, item_bytes: 0 };
+/// for b in &backends {
+///     b.check_memory(&need).unwrap();
+///     let mut slots: Vec<_> = (0..need.slots).map(|_| b.new_slot(256 * 2, 256).unwrap()).collect();
+///     assert_eq!((slots[1].staging_in().len(), slots[1].staging_out().len()), (512, 256));
+/// }
+/// assert!(backends[0].describe().starts_with("host ("));
+/// assert!(backends[1].describe().starts_with("simulated from NVIDIA H100"));
+/// ```
 pub trait Backend: Send + Sync {
     /// One line naming the device: `cuda:0 NVIDIA H200 (sm_90, driver 13.0)` or `host (...)`.
     fn describe(&self) -> String;
@@ -144,6 +193,17 @@ pub trait Slot: Send {
 ///   memory on CUDA; a second host copy on the Host and simulated devices);
 /// * **item queues**: `queues × items × item_bytes` — host memory a caller keeps per item
 ///   beside the slots (the Batcher's item `Vec`s and result entries; zero for a bare slot).
+///
+/// ```
+/// use gmprt_offload::{MemoryNeed, MemoryParts};
+///
+/// // 2 slots of 1000 SAXPY items (2 words in, 1 out), and 3 queues of 8 B per item.
+/// let need = MemoryNeed { slots: 2, items: 1000, in_words: 2, out_words: 1, queues: 3, item_bytes: 8 };
+/// assert_eq!(need.staging_bytes(), 2 * 1000 * 12);
+/// assert_eq!(need.device_bytes(), 2 * 1000 * 12);
+/// assert_eq!(need.queue_bytes(), 3 * 1000 * 8);
+/// assert_eq!(need.bytes(MemoryParts::ALL), 72_000);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemoryNeed {
     /// Slots (a Batcher's `in_flight`).
@@ -161,6 +221,19 @@ pub struct MemoryNeed {
 }
 
 /// Which parts of a [`MemoryNeed`] one memory holds (see [`MemoryNeed::check`]).
+///
+/// ```
+/// use gmprt_offload::{MemoryNeed, MemoryParts};
+///
+/// let need = MemoryNeed { slots: 2, items: 1000, in_words: 2, out_words: 1, queues: 3, item_bytes: 8 };
+/// // Where CUDA puts them: staging in pinned host memory, device-side copies in GPU memory,
+/// // the queues in ordinary host memory. Each part is counted once.
+/// let pinned = MemoryParts { staging: true, ..MemoryParts::default() };
+/// let gpu = MemoryParts { device_copies: true, ..MemoryParts::default() };
+/// let host = MemoryParts { queues: true, ..MemoryParts::default() };
+/// assert_eq!((need.bytes(pinned), need.bytes(gpu), need.bytes(host)), (24_000, 24_000, 24_000));
+/// assert_eq!(need.bytes(MemoryParts::default()), 0);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemoryParts {
     /// The staging buffers.
@@ -173,6 +246,14 @@ pub struct MemoryParts {
 
 impl MemoryParts {
     /// Every part (the Host and simulated devices keep everything in host memory).
+    ///
+    /// ```
+    /// use gmprt_offload::{MemoryNeed, MemoryParts};
+    ///
+    /// let need = MemoryNeed { slots: 2, items: 1000, in_words: 2, out_words: 1, queues: 3, item_bytes: 8 };
+    /// let each = need.staging_bytes() + need.device_bytes() + need.queue_bytes();
+    /// assert_eq!(need.bytes(MemoryParts::ALL), each);
+    /// ```
     pub const ALL: MemoryParts = MemoryParts { staging: true, device_copies: true, queues: true };
 }
 
@@ -183,26 +264,66 @@ fn bytes_and_gib(bytes: u128) -> String {
 
 impl MemoryNeed {
     /// Bytes per item of one slot: `(in_words + out_words) × 4`.
+    ///
+    /// ```
+    /// use gmprt_offload::MemoryNeed;
+    ///
+    /// // Black-Scholes: 6 words in, 6 out.
+    /// let need = MemoryNeed { slots: 1, items: 1, in_words: 6, out_words: 6, queues: 0, item_bytes: 0 };
+    /// assert_eq!(need.slot_bytes_per_item(), 48);
+    /// ```
     pub fn slot_bytes_per_item(&self) -> u128 {
         (self.in_words as u128 + self.out_words as u128) * 4
     }
 
     /// Bytes of the staging buffers of all slots.
+    ///
+    /// ```
+    /// use gmprt_offload::MemoryNeed;
+    ///
+    /// let need = MemoryNeed { slots: 2, items: 1000, in_words: 2, out_words: 1, queues: 3, item_bytes: 8 };
+    /// assert_eq!(need.staging_bytes(), 2 * 1000 * need.slot_bytes_per_item());
+    /// assert_eq!(need.staging_bytes(), 24_000);
+    /// ```
     pub fn staging_bytes(&self) -> u128 {
         self.slots as u128 * self.items as u128 * self.slot_bytes_per_item()
     }
 
     /// Bytes of the device-side copies of all slots (as many as the staging buffers).
+    ///
+    /// ```
+    /// use gmprt_offload::MemoryNeed;
+    ///
+    /// let need = MemoryNeed { slots: 2, items: 1000, in_words: 2, out_words: 1, queues: 3, item_bytes: 8 };
+    /// assert_eq!(need.device_bytes(), need.staging_bytes());
+    /// ```
     pub fn device_bytes(&self) -> u128 {
         self.staging_bytes()
     }
 
-    /// Bytes of the item queues.
+    /// Bytes of the item queues: `queues × items × item_bytes`.
+    ///
+    /// ```
+    /// use gmprt_offload::MemoryNeed;
+    ///
+    /// let need = MemoryNeed { slots: 2, items: 1000, in_words: 2, out_words: 1, queues: 3, item_bytes: 8 };
+    /// assert_eq!(need.queue_bytes(), 3 * 1000 * 8);
+    /// assert_eq!(MemoryNeed { queues: 0, ..need }.queue_bytes(), 0); // a bare slot
+    /// ```
     pub fn queue_bytes(&self) -> u128 {
         self.queues as u128 * self.items as u128 * self.item_bytes as u128
     }
 
     /// Bytes of `parts`.
+    ///
+    /// ```
+    /// use gmprt_offload::{MemoryNeed, MemoryParts};
+    ///
+    /// let need = MemoryNeed { slots: 2, items: 1000, in_words: 2, out_words: 1, queues: 3, item_bytes: 8 };
+    /// assert_eq!(need.bytes(MemoryParts::ALL), 24_000 + 24_000 + 24_000);
+    /// let staging_and_queues = MemoryParts { staging: true, queues: true, device_copies: false };
+    /// assert_eq!(need.bytes(staging_and_queues), 48_000);
+    /// ```
     pub fn bytes(&self, parts: MemoryParts) -> u128 {
         let part = |on: bool, bytes: u128| if on { bytes } else { 0 };
         part(parts.staging, self.staging_bytes())
@@ -222,6 +343,20 @@ impl MemoryNeed {
     /// How `parts`' bytes are made up, e.g. `64 slots × 16777216 items × 48 B per item (24 B
     /// in + 24 B out) = 48.0 GiB of staging + 48.0 GiB of device-side copies + 65 item
     /// queues × 16777216 items × 40 B = 40.6 GiB`.
+    ///
+    /// ```
+    /// use gmprt_offload::{MemoryNeed, MemoryParts};
+    ///
+    /// let need =
+    ///     MemoryNeed { slots: 8, items: 1 << 24, in_words: 2, out_words: 1, queues: 4, item_bytes: 16 };
+    /// assert_eq!(
+    ///     need.made_of(MemoryParts::ALL),
+    ///     "8 slots × 16777216 items × 12 B per item (8 B in + 4 B out) = 1.5 GiB of staging \
+    ///      + 1.5 GiB of device-side copies + 4 item queues × 16777216 items × 16 B = 1.0 GiB"
+    /// );
+    /// let gpu = MemoryParts { device_copies: true, ..MemoryParts::default() };
+    /// assert!(need.made_of(gpu).ends_with("= 1.5 GiB of device-side copies"));
+    /// ```
     pub fn made_of(&self, parts: MemoryParts) -> String {
         let slots = format!(
             "{} slots × {} items × {} B per item ({} B in + {} B out)",
@@ -270,6 +405,21 @@ impl MemoryNeed {
     /// refuse configurations that fit while still guaranteeing nothing against a concurrent
     /// user. What this check cannot see (other processes allocating at the same moment, the
     /// caller's own tasks) is left to the fallible allocations.
+    ///
+    /// ```
+    /// use gmprt_offload::{Available, MemoryNeed, MemoryParts};
+    ///
+    /// let need = MemoryNeed { slots: 2, items: 1000, in_words: 2, out_words: 1, queues: 0, item_bytes: 0 };
+    /// let have = |bytes| Available { bytes: Ok(bytes), source: "a test" };
+    /// // 48 000 B: staging and device-side copies.
+    /// need.check("host memory", MemoryParts::ALL, &have(48_000)).unwrap(); // exactly fits
+    /// let e = need.check("host memory", MemoryParts::ALL, &have(47_999)).unwrap_err().to_string();
+    /// assert!(e.contains("need 48000 B (0.0 GiB) of host memory"), "{e}");
+    /// assert!(e.contains("(a test)") && e.contains("at most 999 items per slot fit"), "{e}");
+    /// // When the memory available is unknown, only the allocations can refuse.
+    /// let unknown = Available { bytes: Err("no /proc".into()), source: "a test" };
+    /// need.check("host memory", MemoryParts::ALL, &unknown).unwrap();
+    /// ```
     pub fn check(&self, memory: &str, parts: MemoryParts, available: &Available) -> Result<(), OffloadError> {
         let need = self.bytes(parts);
         let Ok(bytes) = available.bytes else { return Ok(()) };
@@ -292,6 +442,15 @@ impl MemoryNeed {
 
 /// How many bytes a memory has available, and where that figure comes from; `bytes` is
 /// `Err` with the reason when it is unknown.
+///
+/// ```
+/// use gmprt_offload::Available;
+///
+/// let known = Available { bytes: Ok(3 << 30), source: "MemAvailable in /proc/meminfo" };
+/// assert_eq!(known.to_string(), "3221225472 B (3.0 GiB) is available (MemAvailable in /proc/meminfo)");
+/// let unknown = Available { bytes: Err("no /proc".into()), source: "MemAvailable in /proc/meminfo" };
+/// assert_eq!(unknown.to_string(), "the memory available is unknown (no /proc)");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Available {
     /// Bytes available, or why that is unknown.
@@ -314,6 +473,18 @@ impl fmt::Display for Available {
 /// Host memory available to new allocations: `MemAvailable` from `/proc/meminfo` on Linux
 /// (the kernel's estimate of what can be allocated without swapping); unknown elsewhere, or
 /// when the file cannot be read. A cgroup memory limit below it is not consulted.
+///
+/// ```
+/// let a = gmprt_offload::backend::host_available();
+/// assert_eq!(a.source, "MemAvailable in /proc/meminfo");
+/// match &a.bytes {
+///     Ok(bytes) => {
+///         assert!(*bytes > 0);
+///         assert!(a.to_string().ends_with("is available (MemAvailable in /proc/meminfo)"));
+///     }
+///     Err(why) => assert!(a.to_string().contains(why.as_str())), // not Linux, or no /proc
+/// }
+/// ```
 pub fn host_available() -> Available {
     let source = "MemAvailable in /proc/meminfo";
     let bytes = if cfg!(target_os = "linux") {

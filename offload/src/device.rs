@@ -31,13 +31,47 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The environment variable that forces a device: `host`, `cuda`, `simulated` or `auto`.
+/// The environment variable that forces a device: `host`, `cuda`, `simulated` or `auto`
+/// (unset or empty: `auto`). Read by [`Device::detect`] (whose example sets it); its values
+/// are those of [`Device::from_choice`].
 pub const DEVICE_ENV: &str = "GMPRT_DEVICE";
 /// With `GMPRT_DEVICE=simulated`: the path of a JSON [`DeviceProfile`] to simulate (default:
 /// [`DeviceProfile::published_h100`]).
+///
+/// ```
+/// use gmprt_offload::model::DeviceProfile;
+/// use gmprt_offload::{Device, DeviceKind, PROFILE_ENV};
+///
+/// // A profile saved to a file, then simulated through GMPRT_PROFILE.
+/// let path = std::env::temp_dir().join(format!("gmprt-doc-profile-{}.json", std::process::id()));
+/// let mut profile = DeviceProfile::published_h200();
+/// profile.device = "my GPU".into();
+/// profile.save(&path).unwrap();
+/// std::env::set_var(PROFILE_ENV, &path);
+/// let d = Device::from_choice(Some("simulated")).unwrap();
+/// std::fs::remove_file(&path).unwrap();
+/// assert_eq!(d.kind(), DeviceKind::Simulated);
+/// assert!(d.describe().starts_with("simulated from my GPU"), "{}", d.describe());
+///
+/// // A profile that cannot be loaded is an error naming the path, not a silent default.
+/// std::env::set_var(PROFILE_ENV, "/no/such/profile.json");
+/// let e = Device::from_choice(Some("simulated")).unwrap_err().to_string();
+/// assert!(e.contains("GMPRT_PROFILE=/no/such/profile.json"), "{e}");
+/// ```
 pub const PROFILE_ENV: &str = "GMPRT_PROFILE";
 
 /// Which kind of device a [`Device`] is.
+///
+/// ```
+/// use gmprt_offload::model::DeviceProfile;
+/// use gmprt_offload::{Device, DeviceKind};
+///
+/// assert_eq!(Device::host().kind(), DeviceKind::Host);
+/// assert_eq!(Device::simulated(DeviceProfile::published_h100()).kind(), DeviceKind::Simulated);
+/// // Displayed and serialised as `GMPRT_DEVICE` spells it.
+/// assert_eq!(DeviceKind::Cuda.to_string(), "cuda");
+/// assert_eq!(serde_json::to_string(&DeviceKind::Simulated).unwrap(), r#""simulated""#);
+/// ```
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -52,6 +86,16 @@ pub enum DeviceKind {
 
 impl DeviceKind {
     /// `"host"`, `"cuda"` or `"simulated"`, as `GMPRT_DEVICE` spells it.
+    ///
+    /// ```
+    /// use gmprt_offload::{Device, DeviceKind};
+    ///
+    /// assert_eq!(DeviceKind::Cuda.name(), "cuda");
+    /// // The name chooses that kind again.
+    /// for kind in [DeviceKind::Host, DeviceKind::Simulated] {
+    ///     assert_eq!(Device::from_choice(Some(kind.name())).unwrap().kind(), kind);
+    /// }
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             DeviceKind::Host => "host",
@@ -74,6 +118,18 @@ enum Inner {
 }
 
 /// A device to offload to. Cheap to clone (an `Arc` inside); every clone is the same device.
+///
+/// ```
+/// use gmprt_offload::{Device, DeviceKind};
+///
+/// // As the examples choose: `GMPRT_DEVICE`, else CUDA when a GPU opens, else Host.
+/// let device = Device::detect().unwrap();
+/// println!("offloading to {}", device.describe());
+/// // Only a Host device says why it stands in for a GPU.
+/// assert_eq!(device.reason().is_some(), device.kind() == DeviceKind::Host);
+/// let same = device.clone();
+/// assert_eq!((same.kind(), same.describe()), (device.kind(), device.describe()));
+/// ```
 #[derive(Clone)]
 pub struct Device {
     inner: Arc<Inner>,
@@ -109,6 +165,19 @@ impl Device {
     /// Chooses the device from `GMPRT_DEVICE` (see the module docs): `Ok(Cuda)` or `Ok(Host)`
     /// unless CUDA was forced and is missing (`Err(NoDevice)`), or the variable holds
     /// something else than `host`, `cuda`, `auto` or nothing (`Err(Config)`).
+    ///
+    /// ```
+    /// use gmprt_offload::device::DEVICE_ENV;
+    /// use gmprt_offload::{Device, DeviceKind};
+    ///
+    /// std::env::set_var(DEVICE_ENV, "host");
+    /// let d = Device::detect().unwrap();
+    /// assert_eq!((d.kind(), d.reason()), (DeviceKind::Host, Some("GMPRT_DEVICE=host")));
+    ///
+    /// std::env::set_var(DEVICE_ENV, "tpu");
+    /// let e = Device::detect().unwrap_err().to_string();
+    /// assert!(e.contains("must be `host`, `cuda`, `simulated` or `auto`") && e.contains("`tpu`"), "{e}");
+    /// ```
     pub fn detect() -> Result<Device, OffloadError> {
         match std::env::var(DEVICE_ENV) {
             Ok(v) => Device::from_choice(Some(&v)),
@@ -127,6 +196,24 @@ impl Device {
     ///
     /// Where CUDA may be chosen (`auto`, `cuda`), `GMPRT_CUDA_SYNC` is validated first: a bad
     /// value is `Err(Config)` on every machine, GPU or not, rather than a silent Host.
+    ///
+    /// ```
+    /// use gmprt_offload::{Device, DeviceKind, OffloadError, PROFILE_ENV};
+    ///
+    /// assert_eq!(Device::from_choice(Some(" Host ")).unwrap().kind(), DeviceKind::Host);
+    /// // Without GMPRT_PROFILE, `simulated` is the published H100.
+    /// std::env::remove_var(PROFILE_ENV);
+    /// let sim = Device::from_choice(Some("simulated")).unwrap();
+    /// assert!(sim.describe().starts_with("simulated from NVIDIA H100"), "{}", sim.describe());
+    /// // `auto` with no usable GPU is Host with the reason, never an error.
+    /// let auto = Device::from_choice(Some("auto")).unwrap();
+    /// match auto.kind() {
+    ///     DeviceKind::Cuda => assert_eq!(auto.reason(), None),
+    ///     _ => assert!(auto.reason().unwrap().starts_with("no CUDA: "), "{auto:?}"),
+    /// }
+    /// let e = Device::from_choice(Some("gpu")).unwrap_err();
+    /// assert!(matches!(&e, OffloadError::Config(m) if m.contains("got `gpu`")), "{e}");
+    /// ```
     pub fn from_choice(choice: Option<&str>) -> Result<Device, OffloadError> {
         let choice = choice.map(|c| c.trim().to_ascii_lowercase());
         match choice.as_deref() {
@@ -170,11 +257,28 @@ impl Device {
     }
 
     /// The Host device, chosen by the caller (no reason recorded).
+    ///
+    /// ```
+    /// use gmprt_offload::{Device, DeviceKind};
+    ///
+    /// let d = Device::host();
+    /// assert_eq!((d.kind(), d.reason()), (DeviceKind::Host, None));
+    /// let threads = gmprt_offload::pool::host_threads();
+    /// assert_eq!(d.describe(), format!("host ({threads} threads)"));
+    /// ```
     pub fn host() -> Device {
         Device::host_because(None)
     }
 
     /// The Host device with the reason it stands in for a GPU.
+    ///
+    /// ```
+    /// use gmprt_offload::Device;
+    ///
+    /// let d = Device::host_because(Some("no GPU on this runner".into()));
+    /// assert_eq!(d.reason(), Some("no GPU on this runner"));
+    /// assert!(d.describe().ends_with(" threads; no GPU on this runner)"), "{}", d.describe());
+    /// ```
     pub fn host_because(reason: Option<String>) -> Device {
         Device { inner: Arc::new(Inner::Host(HostBackend::new(reason))) }
     }
@@ -182,11 +286,34 @@ impl Device {
     /// A GPU simulated from `profile` (see [`crate::sim`]): computes on the CPU, paces every
     /// phase to the profile's prediction, and says `simulated from <profile label>` in
     /// [`Device::describe`].
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// use gmprt_offload::{Device, DeviceKind};
+    ///
+    /// let h200 = DeviceProfile::published_h200();
+    /// let d = Device::simulated(h200.clone());
+    /// assert_eq!((d.kind(), d.reason()), (DeviceKind::Simulated, None));
+    /// assert!(d.describe().starts_with(&format!("simulated from {}", h200.label())));
+    /// // It computes what the Host device computes; only the times are the profile's.
+    /// let mut c = [0.0; 4];
+    /// d.sgemm(2, 2, 2, &[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0], &mut c).unwrap();
+    /// assert_eq!(c, [19.0, 22.0, 43.0, 50.0]);
+    /// ```
     pub fn simulated(profile: DeviceProfile) -> Device {
         Device { inner: Arc::new(Inner::Sim(Box::new(SimBackend::new(profile)))) }
     }
 
     /// The simulated backend, when this is a simulated device.
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// use gmprt_offload::Device;
+    ///
+    /// let d = Device::simulated(DeviceProfile::published_h100());
+    /// assert_eq!(d.sim_backend().unwrap().profile().device, "NVIDIA H100 SXM (published)");
+    /// assert!(Device::host().sim_backend().is_none());
+    /// ```
     pub fn sim_backend(&self) -> Option<&SimBackend> {
         match &*self.inner {
             Inner::Sim(s) => Some(s),
@@ -197,6 +324,22 @@ impl Device {
     /// CUDA device `ordinal`: [`probe`](crate::cuda::probe) then [`CudaBackend::new`].
     /// `Err(NoDevice)` with the reason when the probe fails; the backend's error when opening
     /// fails. Never panics.
+    ///
+    /// Runs with or without a GPU (without one, the error says why):
+    /// ```
+    /// use gmprt_offload::{Device, DeviceKind, OffloadError};
+    ///
+    /// match Device::cuda(0) {
+    ///     Ok(gpu) => {
+    ///         assert_eq!(gpu.kind(), DeviceKind::Cuda);
+    ///         assert!(gpu.describe().starts_with("cuda:0 "), "{}", gpu.describe());
+    ///     }
+    ///     Err(OffloadError::NoDevice { reason }) => assert!(!reason.is_empty()),
+    ///     Err(e) => panic!("a GPU is there but does not open: {e}"),
+    /// }
+    /// // A device past the last one is `NoDevice`, GPU or not.
+    /// assert!(matches!(Device::cuda(1 << 20), Err(OffloadError::NoDevice { .. })));
+    /// ```
     pub fn cuda(ordinal: usize) -> Result<Device, OffloadError> {
         no_panic("CUDA probe", || {
             crate::cuda::probe(ordinal).map_err(|reason| OffloadError::NoDevice { reason })
@@ -206,6 +349,14 @@ impl Device {
     }
 
     /// Host, Cuda or Simulated.
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// use gmprt_offload::{Device, DeviceKind};
+    ///
+    /// assert_eq!(Device::host().kind(), DeviceKind::Host);
+    /// assert_eq!(Device::simulated(DeviceProfile::published_h100()).kind(), DeviceKind::Simulated);
+    /// ```
     pub fn kind(&self) -> DeviceKind {
         match &*self.inner {
             Inner::Host(_) => DeviceKind::Host,
@@ -214,13 +365,30 @@ impl Device {
         }
     }
 
-    /// `"host"`, `"cuda"` or `"simulated"`.
+    /// `"host"`, `"cuda"` or `"simulated"`: [`DeviceKind::name`] of [`Device::kind`].
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// use gmprt_offload::Device;
+    ///
+    /// assert_eq!(Device::host().kind_name(), "host");
+    /// assert_eq!(Device::simulated(DeviceProfile::published_h100()).kind_name(), "simulated");
+    /// ```
     pub fn kind_name(&self) -> &'static str {
         self.kind().name()
     }
 
     /// Why this is the Host device (e.g. `no CUDA: no libcuda.so`, `GMPRT_DEVICE=host`);
     /// `None` for CUDA, a simulated device, or a Host chosen with [`Device::host`].
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// use gmprt_offload::Device;
+    ///
+    /// assert_eq!(Device::from_choice(Some("host")).unwrap().reason(), Some("GMPRT_DEVICE=host"));
+    /// assert_eq!(Device::host().reason(), None);
+    /// assert_eq!(Device::simulated(DeviceProfile::published_h100()).reason(), None);
+    /// ```
     pub fn reason(&self) -> Option<&str> {
         match &*self.inner {
             Inner::Host(h) => h.reason(),
@@ -230,11 +398,38 @@ impl Device {
 
     /// One line naming the device, e.g. `host (2 threads; no CUDA: no libcuda.so)` or
     /// `cuda:0 NVIDIA H200 (...)`, or `simulated from <profile label> (...)`.
+    ///
+    /// ```
+    /// use gmprt_offload::Device;
+    ///
+    /// let d = Device::host_because(Some("no CUDA: test".into()));
+    /// let threads = gmprt_offload::pool::host_threads();
+    /// assert_eq!(d.describe(), format!("host ({threads} threads; no CUDA: test)"));
+    /// ```
     pub fn describe(&self) -> String {
         self.backend().describe()
     }
 
     /// The backend that makes slots.
+    ///
+    /// ```
+    /// use gmprt_offload::backend::host_available;
+    /// use gmprt_offload::{Backend, Device, MemoryNeed, Phases, Saxpy};
+    ///
+    /// let device = Device::host();
+    /// let backend = device.backend();
+    /// assert_eq!(backend.describe(), device.describe());
+    /// // Memory is checked before slots are made: 2 slots of 1024 SAXPY items (2 words in, 1 out).
+    /// let need = MemoryNeed { slots: 2, items: 1024, in_words: 2, out_words: 1, queues: 0, item_bytes: 0 };
+    /// backend.check_memory(&need).unwrap();
+    /// let mut slot = backend.new_slot(2 * 1024, 1024).unwrap();
+    /// slot.staging_in()[..2].copy_from_slice(&[3.0f32.to_bits(), 1.0f32.to_bits()]);
+    /// slot.run(&Saxpy { a: 2.0 }, 1, 2, 1, Phases::ALL).unwrap();
+    /// assert_eq!(f32::from_bits(slot.staging_out()[0]), 7.0);
+    /// // A need past the memory available is refused (when the OS says what is available).
+    /// let huge = MemoryNeed { items: 1 << 50, ..need };
+    /// assert_eq!(backend.check_memory(&huge).is_err(), host_available().bytes.is_ok());
+    /// ```
     pub fn backend(&self) -> &dyn Backend {
         match &*self.inner {
             Inner::Host(h) => h,
@@ -244,6 +439,16 @@ impl Device {
     }
 
     /// The CUDA backend, when this is a CUDA device.
+    ///
+    /// ```
+    /// use gmprt_offload::Device;
+    ///
+    /// assert!(Device::host().cuda_backend().is_none());
+    /// // With a GPU:
+    /// if let Ok(gpu) = Device::cuda(0) {
+    ///     assert_eq!(gpu.cuda_backend().unwrap().ordinal(), 0);
+    /// }
+    /// ```
     pub fn cuda_backend(&self) -> Option<&CudaBackend> {
         match &*self.inner {
             Inner::Cuda(c) => Some(c),
@@ -257,6 +462,14 @@ impl Device {
     /// [`Batcher`](crate::Batcher), [`Device::run_bulk`] or a calibration never times a
     /// compile). Host and simulated devices start the [`HostPool`]'s threads (so the first
     /// bulk helper does not time their start) and report no costs: `Ok(None)`.
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// use gmprt_offload::Device;
+    ///
+    /// assert_eq!(Device::host().warm_up().unwrap(), None);
+    /// assert_eq!(Device::simulated(DeviceProfile::published_h100()).warm_up().unwrap(), None);
+    /// ```
     pub fn warm_up(&self) -> Result<Option<FirstUse>, OffloadError> {
         match &*self.inner {
             Inner::Cuda(c) => c.warm_up().map(Some),
@@ -269,6 +482,14 @@ impl Device {
 
     /// The first-use costs paid so far (NVRTC compile, module load, cuBLAS handles), on
     /// CUDA; `None` on Host and simulated devices.
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// use gmprt_offload::Device;
+    ///
+    /// assert_eq!(Device::host().first_use(), None);
+    /// assert_eq!(Device::simulated(DeviceProfile::published_h100()).first_use(), None);
+    /// ```
     pub fn first_use(&self) -> Option<FirstUse> {
         self.cuda_backend().map(CudaBackend::first_use)
     }
@@ -279,6 +500,23 @@ impl Device {
     /// times. With `resident`, the input is uploaded first (untimed), then the kernel alone
     /// is timed and the output fetched untimed — the "data already on the device" figure;
     /// otherwise H2D, kernel and D2H are all timed.
+    ///
+    /// ```
+    /// use gmprt_offload::{Device, Saxpy};
+    ///
+    /// // SAXPY of 2 items, a = 3: x = [1, 2] then y = [10, 20] (column-major).
+    /// let input: Vec<u32> = [1.0f32, 2.0, 10.0, 20.0].iter().map(|v| v.to_bits()).collect();
+    /// let d = Device::host();
+    /// let (out, _times) = d.run_bulk(&Saxpy { a: 3.0 }, 2, &input, 4, 2, false).unwrap();
+    /// assert_eq!(out.iter().map(|w| f32::from_bits(*w)).collect::<Vec<_>>(), [13.0, 26.0]);
+    /// // Resident: the same result, and only the kernel is timed.
+    /// let (again, times) = d.run_bulk(&Saxpy { a: 3.0 }, 2, &input, 4, 2, true).unwrap();
+    /// assert_eq!(again, out);
+    /// assert!(times.h2d.is_zero() && times.d2h.is_zero());
+    /// // `input` must hold exactly `in_words` words.
+    /// let e = d.run_bulk(&Saxpy { a: 3.0 }, 2, &input[..3], 4, 2, false).unwrap_err();
+    /// assert!(e.to_string().contains("input words has 3 elements"), "{e}");
+    /// ```
     pub fn run_bulk(
         &self,
         job: &dyn CudaJob,
@@ -312,6 +550,20 @@ impl Device {
     /// event-timed H2D, kernel and D2H; simulated: as Host, with H2D (`4(mk + kn)` bytes),
     /// kernel (`2mnk` flops of the profile's `sgemm`) and D2H (`4mn` bytes) paced by the
     /// profile.
+    ///
+    /// ```
+    /// use gmprt_offload::Device;
+    ///
+    /// // [1 2; 3 4] · [5 6; 7 8] = [19 22; 43 50]
+    /// let (a, b) = ([1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]);
+    /// let mut c = [0.0; 4];
+    /// let d = Device::host();
+    /// let times = d.sgemm(2, 2, 2, &a, &b, &mut c).unwrap();
+    /// assert_eq!(c, [19.0, 22.0, 43.0, 50.0]);
+    /// assert!(times.h2d.is_zero() && times.d2h.is_zero()); // Host: nothing to copy
+    /// let e = d.sgemm(2, 2, 2, &a, &b[..3], &mut c).unwrap_err(); // B must be k×n
+    /// assert!(e.to_string().contains("b has 3 elements"), "{e}");
+    /// ```
     pub fn sgemm(
         &self,
         m: usize,
@@ -348,6 +600,19 @@ impl Device {
     /// `monte_carlo::pi_hits(seed, 0, blocks)`), with the kernel's time. Host: the blocks are
     /// split over all host threads; simulated: as Host, the kernel paced by the profile's
     /// `monte_carlo` at `4 · blocks` paths (no transfers: the result is one word).
+    ///
+    /// ```
+    /// use gmprt_offload::kernels::monte_carlo::{pi_hits, PiEstimate};
+    /// use gmprt_offload::model::DeviceProfile;
+    /// use gmprt_offload::Device;
+    ///
+    /// let (hits, _times) = Device::host().pi_hits(7, 1024).unwrap();
+    /// assert_eq!(hits, pi_hits(7, 0, 1024)); // however many threads it split over
+    /// let est = PiEstimate { hits, samples: 2 * 1024 }; // 2 points per block
+    /// assert!((est.pi() - std::f64::consts::PI).abs() < 5.0 * est.std_error());
+    /// let sim = Device::simulated(DeviceProfile::published_h100());
+    /// assert_eq!(sim.pi_hits(7, 1024).unwrap().0, hits);
+    /// ```
     pub fn pi_hits(&self, seed: u64, blocks: u64) -> Result<(u64, PhaseTimes), OffloadError> {
         match &*self.inner {
             Inner::Cuda(cuda) => cuda.pi_hits(seed, blocks),
@@ -381,6 +646,24 @@ impl Device {
     /// 0, blocks)`; Host splits the blocks over all host threads and adds the parts in block
     /// order; simulated: as Host, the kernel paced by the profile's `monte_carlo` at
     /// `4 · blocks` paths), with the kernel's time. The contract is validated first.
+    ///
+    /// ```
+    /// use gmprt_offload::kernels::black_scholes::{reference, Contract, OptionKind};
+    /// use gmprt_offload::kernels::monte_carlo::{mc_price, option_paths_sum};
+    /// use gmprt_offload::Device;
+    ///
+    /// let c = Contract { spot: 100.0, strike: 100.0, t: 1.0, rate: 0.05, vol: 0.2, kind: OptionKind::Call };
+    /// let d = Device::host();
+    /// let ((sum, sum_sq), _times) = d.option_paths_sum(3, &c, 1024).unwrap();
+    /// // The same paths as one call over all blocks (the parts' sums may round differently).
+    /// let (one, _) = option_paths_sum(3, &c, 0, 1024);
+    /// assert!((sum - one).abs() <= 1e-9 * one);
+    /// let mc = mc_price(sum, sum_sq, 4 * 1024);
+    /// assert!((mc.price - reference(&c).price).abs() < 5.0 * mc.std_error);
+    /// // The contract is checked before anything runs.
+    /// let e = d.option_paths_sum(3, &Contract { vol: -1.0, ..c }, 1024).unwrap_err();
+    /// assert!(e.to_string().contains("vol"), "{e}");
+    /// ```
     pub fn option_paths_sum(
         &self,
         seed: u64,

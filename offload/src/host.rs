@@ -45,6 +45,15 @@ pub struct HostBackend {
 impl HostBackend {
     /// A Host backend; `reason` says why it is used instead of a GPU (shown by
     /// [`Backend::describe`]), `None` when nobody asked for a GPU.
+    ///
+    /// ```
+    /// use gmprt_offload::{Backend, HostBackend};
+    ///
+    /// let forced = HostBackend::new(Some("GMPRT_DEVICE=host".into()));
+    /// assert_eq!(forced.describe(), format!("host ({} threads; GMPRT_DEVICE=host)", forced.threads()));
+    /// let chosen = HostBackend::new(None);
+    /// assert_eq!(chosen.describe(), format!("host ({} threads)", chosen.threads()));
+    /// ```
     pub fn new(reason: Option<String>) -> HostBackend {
         HostBackend { threads: host_threads(), reason }
     }
@@ -52,11 +61,24 @@ impl HostBackend {
     /// CPU threads available to this process ([`host_threads`]):
     /// how many parts the bulk helpers of [`Device`](crate::Device) split their work into, run
     /// on the [`HostPool`](crate::pool::HostPool).
+    ///
+    /// ```
+    /// use gmprt_offload::HostBackend;
+    ///
+    /// assert_eq!(HostBackend::new(None).threads(), gmprt_offload::pool::host_threads());
+    /// ```
     pub fn threads(&self) -> usize {
         self.threads
     }
 
     /// Why the Host backend is in use, if a reason was given.
+    ///
+    /// ```
+    /// use gmprt_offload::HostBackend;
+    ///
+    /// assert_eq!(HostBackend::new(Some("no CUDA: test".into())).reason(), Some("no CUDA: test"));
+    /// assert_eq!(HostBackend::new(None).reason(), None);
+    /// ```
     pub fn reason(&self) -> Option<&str> {
         self.reason.as_deref()
     }

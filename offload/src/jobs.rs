@@ -57,6 +57,26 @@ pub trait BatchKernel: CudaJob + Send + Sync + 'static {
 
 /// European Black-Scholes price and Greeks: [`Contract`] in, [`Greeks`] out
 /// (`gmprt_kernels::black_scholes`, 6 words in, 6 out, column-major).
+///
+/// ```
+/// use gmprt_offload::kernels::black_scholes::{Contract, OptionKind};
+/// use gmprt_offload::{BatchKernel, BlackScholes, Job};
+///
+/// let k = BlackScholes;
+/// assert_eq!((k.name(), k.in_words(), k.out_words()), ("black_scholes", 6, 6));
+/// let call = Contract { spot: 100.0, strike: 100.0, t: 1.0, rate: 0.05, vol: 0.2, kind: OptionKind::Call };
+/// let items = [call, Contract { kind: OptionKind::Put, ..call }];
+/// let mut input = vec![0; 2 * k.in_words()];
+/// k.stage(&items, &mut input);
+/// let mut output = vec![0; 2 * k.out_words()];
+/// k.run_host(2, &input, &mut output).unwrap();
+/// // The closed form: 10.4506 for the call, 5.5735 for the put (put-call parity).
+/// assert!((k.gather(2, &output, 0).price - 10.4506).abs() < 1e-3);
+/// assert!((k.gather(2, &output, 1).price - 5.5735).abs() < 1e-3);
+/// // A bad contract fails alone, at submit, naming its field.
+/// let e = k.validate(&Contract { vol: 0.0, ..call }, 5).unwrap_err();
+/// assert!(e.to_string().contains("item 5: vol = 0"), "{e}");
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BlackScholes;
 
@@ -115,6 +135,21 @@ impl IntoRun for Result<(), KernelError> {
 
 /// SAXPY with a fixed `a`: item `(x, y)` gives `a·x + y` (2 words in: column `x` then `y`;
 /// 1 word out). `a`, `x` and `y` must be finite.
+///
+/// ```
+/// use gmprt_offload::{BatchKernel, Device, Saxpy};
+///
+/// let k = Saxpy { a: 0.5 };
+/// assert_eq!((k.in_words(), k.out_words()), (2, 1));
+/// // Two items (x, y) = (2, 1) and (4, 1), staged as column x then column y.
+/// let mut input = vec![0; 2 * k.in_words()];
+/// k.stage(&[(2.0, 1.0), (4.0, 1.0)], &mut input);
+/// let (out, _) = Device::host().run_bulk(&k, 2, &input, 4, 2, false).unwrap();
+/// assert_eq!([k.gather(2, &out, 0), k.gather(2, &out, 1)], [2.0, 3.0]);
+/// // `a` is checked with every item: the error names the field.
+/// let e = Saxpy { a: f32::INFINITY }.validate(&(1.0, 1.0), 0).unwrap_err();
+/// assert!(e.to_string().contains("a = inf"), "{e}");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Saxpy {
     /// The scale applied to every `x`.
@@ -183,6 +218,23 @@ impl BatchKernel for Saxpy {
 /// `(A, B)` gives `C` (m·n). A batch is one batched launch (cuBLAS strided-batched on CUDA).
 /// Layout: input words are all A_i (`count·m·k`) then all B_i (`count·k·n`); output words are
 /// all C_i (`count·m·n`), each matrix contiguous.
+///
+/// ```
+/// use gmprt_offload::{BatchKernel, Device, SmallSgemm};
+///
+/// let k = SmallSgemm { m: 2, n: 2, k: 2 };
+/// assert_eq!((k.in_words(), k.out_words()), (8, 4));
+/// let b = vec![5.0, 6.0, 7.0, 8.0];
+/// let items = vec![(vec![1.0, 0.0, 0.0, 1.0], b.clone()), (vec![1.0, 2.0, 3.0, 4.0], b)];
+/// let mut input = vec![0; 2 * k.in_words()];
+/// k.stage(&items, &mut input);
+/// let (out, _) = Device::host().run_bulk(&k, 2, &input, 16, 8, false).unwrap();
+/// assert_eq!(k.gather(2, &out, 0), [5.0, 6.0, 7.0, 8.0]); // I·B
+/// assert_eq!(k.gather(2, &out, 1), [19.0, 22.0, 43.0, 50.0]);
+/// // A matrix of the wrong shape fails alone, at submit.
+/// let e = k.validate(&(vec![1.0; 3], vec![0.0; 4]), 0).unwrap_err();
+/// assert!(e.to_string().contains("a has 3 elements, the shape needs 4"), "{e}");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SmallSgemm {
     /// Rows of A and C.

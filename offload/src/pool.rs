@@ -61,6 +61,15 @@ impl HostPool {
     ///
     /// # Panics
     /// If the OS refuses to start the pool's threads on that first call.
+    ///
+    /// ```
+    /// use gmprt_offload::kernels::Parallel;
+    /// use gmprt_offload::pool::{host_threads, HostPool};
+    ///
+    /// let pool = HostPool::global();
+    /// assert!(std::ptr::eq(pool, HostPool::global())); // one pool per process
+    /// assert_eq!(pool.threads(), host_threads());
+    /// ```
     pub fn global() -> &'static HostPool {
         static POOL: OnceLock<HostPool> = OnceLock::new();
         POOL.get_or_init(|| {

@@ -65,10 +65,31 @@ use std::time::{Duration, Instant};
 
 /// How many [`Pacing`]s a [`SimBackend`] keeps (older ones are dropped), as many as a
 /// Batcher keeps timelines.
+///
+/// ```
+/// use gmprt_offload::sim::PACING_CAPACITY;
+/// assert_eq!(PACING_CAPACITY, gmprt_offload::timeline::TIMELINE_CAPACITY);
+/// ```
 pub const PACING_CAPACITY: usize = crate::timeline::TIMELINE_CAPACITY;
 
 /// One [`Slot::run`] on a simulated slot: what each phase was paced to, and what it took
 /// (see "Pacing record" in the module docs).
+///
+/// ```
+/// use gmprt_offload::model::DeviceProfile;
+/// use gmprt_offload::{Backend, Phases, Saxpy, SimBackend};
+///
+/// let sim = SimBackend::new(DeviceProfile::published_h100());
+/// let mut slot = sim.new_slot(8, 4).unwrap();
+/// slot.staging_in().copy_from_slice(&[1.0f32.to_bits(); 8]);
+/// let measured = slot.run(&Saxpy { a: 1.0 }, 4, 8, 4, Phases::ALL).unwrap();
+/// let p = sim.pacings()[0];
+/// assert_eq!((p.job, p.n, p.in_words, p.out_words), ("saxpy", 4, 8, 4));
+/// assert_eq!(p.measured, measured);
+/// // The targets are the profile's predictions for these sizes (4 bytes a word).
+/// assert_eq!((p.target.h2d, p.target.d2h), (sim.h2d_time(32.0), sim.d2h_time(16.0)));
+/// assert_eq!(Some(p.target.kernel), sim.kernel_time("saxpy", 4.0));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pacing {
     /// The job's [`Job::name`].
@@ -133,12 +154,37 @@ pub struct SimBackend {
 
 impl SimBackend {
     /// A simulated device pacing every phase by `profile`.
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// use gmprt_offload::SimBackend;
+    ///
+    /// let sim = SimBackend::new(DeviceProfile::published_h200());
+    /// assert_eq!(sim.profile(), &DeviceProfile::published_h200());
+    /// assert!(sim.pacings().is_empty()); // nothing run yet
+    /// ```
     pub fn new(profile: DeviceProfile) -> SimBackend {
         SimBackend { profile, pacings: Arc::default(), engines: Arc::default() }
     }
 
     /// The last [`PACING_CAPACITY`] slot runs of this backend (and its clones), oldest
     /// first: each phase's pacing target and measured time (see the module docs).
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// use gmprt_offload::{Backend, Phases, Saxpy, SimBackend};
+    ///
+    /// let sim = SimBackend::new(DeviceProfile::published_h100());
+    /// let clone = sim.clone();
+    /// let mut slot = clone.new_slot(4, 2).unwrap();
+    /// slot.run(&Saxpy { a: 1.0 }, 1, 2, 1, Phases::ALL).unwrap();
+    /// slot.run(&Saxpy { a: 1.0 }, 2, 4, 2, Phases::ALL).unwrap();
+    /// // Over capacity: an error, and not recorded.
+    /// assert!(slot.run(&Saxpy { a: 1.0 }, 3, 6, 3, Phases::ALL).is_err());
+    /// // Shared by clones, oldest first.
+    /// let ns: Vec<usize> = sim.pacings().iter().map(|p| p.n).collect();
+    /// assert_eq!(ns, [1, 2]);
+    /// ```
     pub fn pacings(&self) -> Vec<Pacing> {
         self.pacings.lock().iter().copied().collect()
     }
@@ -153,22 +199,65 @@ impl SimBackend {
     }
 
     /// The profile the phases are paced by.
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// use gmprt_offload::SimBackend;
+    ///
+    /// let sim = SimBackend::new(DeviceProfile::published_h100());
+    /// assert_eq!(sim.profile().device, "NVIDIA H100 SXM (published)");
+    /// ```
     pub fn profile(&self) -> &DeviceProfile {
         &self.profile
     }
 
     /// Predicted H2D time of `bytes` (pinned).
+    ///
+    /// ```
+    /// use gmprt_offload::model::{DeviceProfile, LinFit};
+    /// use gmprt_offload::SimBackend;
+    ///
+    /// // A link of 10 µs latency and 50 GB/s: 1 MB takes 10 + 20 µs.
+    /// let mut profile = DeviceProfile::published_h100();
+    /// profile.h2d.pinned = LinFit::known(10e-6, 1.0 / 50e9);
+    /// let t = SimBackend::new(profile).h2d_time(1e6);
+    /// assert!((t.as_secs_f64() - 30e-6).abs() < 1e-9, "{t:?}");
+    /// ```
     pub fn h2d_time(&self, bytes: f64) -> Duration {
         duration(self.profile.h2d.pinned.eval(bytes))
     }
 
     /// Predicted D2H time of `bytes` (pinned).
+    ///
+    /// ```
+    /// use gmprt_offload::model::{DeviceProfile, LinFit};
+    /// use gmprt_offload::SimBackend;
+    ///
+    /// let mut profile = DeviceProfile::published_h100();
+    /// profile.d2h.pinned = LinFit::known(10e-6, 1.0 / 25e9); // 10 µs + 25 GB/s
+    /// let t = SimBackend::new(profile).d2h_time(1e6);
+    /// assert!((t.as_secs_f64() - 50e-6).abs() < 1e-9, "{t:?}");
+    /// ```
     pub fn d2h_time(&self, bytes: f64) -> Duration {
         duration(self.profile.d2h.pinned.eval(bytes))
     }
 
     /// Predicted kernel time (the launch overhead included) of `work` units of the profile kernel
     /// for `job_name`; `None` when the profile has no such kernel.
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// use gmprt_offload::SimBackend;
+    ///
+    /// let h100 = DeviceProfile::published_h100();
+    /// let sgemm = h100.kernel("sgemm").unwrap().device.eval(1e9);
+    /// let want = h100.launch_overhead() + sgemm;
+    /// let sim = SimBackend::new(h100);
+    /// // `sgemm_batched` (SmallSgemm's job name) is paced by the profile's `sgemm`.
+    /// let t = sim.kernel_time("sgemm_batched", 1e9).unwrap();
+    /// assert!((t.as_secs_f64() - want).abs() < 1e-9, "{t:?}"); // to the nanosecond
+    /// assert_eq!(sim.kernel_time("no_such_kernel", 1e9), None);
+    /// ```
     pub fn kernel_time(&self, job_name: &str, work: f64) -> Option<Duration> {
         self.profile
             .job_kernel(job_name)
@@ -177,6 +266,17 @@ impl SimBackend {
 
     /// Work units of a slot run of `job_name` over `n` items writing `out_words` words (see
     /// the module docs); `None` when the profile has no such kernel.
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// use gmprt_offload::SimBackend;
+    ///
+    /// let sim = SimBackend::new(DeviceProfile::published_h100());
+    /// assert_eq!(sim.slot_work("saxpy", 1000, 1000), Some(1000.0)); // items
+    /// // 4 products of 16×16 matrices (4 · 256 output words): 2 · 4 · 16³ flops.
+    /// assert_eq!(sim.slot_work("sgemm_batched", 4, 4 * 256), Some(32768.0));
+    /// assert_eq!(sim.slot_work("no_such_kernel", 4, 4), None);
+    /// ```
     pub fn slot_work(&self, job_name: &str, n: usize, out_words: usize) -> Option<f64> {
         let k = self.profile.job_kernel(job_name)?;
         Some(match k.size {

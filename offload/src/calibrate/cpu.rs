@@ -49,6 +49,18 @@ fn timed(h: &Handle, len: usize, grain: usize, f: impl Fn(std::ops::Range<usize>
 ///
 /// Public so that a benchmark can check the model's CPU predictions against fresh runs of
 /// exactly what was calibrated.
+///
+/// ```
+/// use gmprt_offload::calibrate::CpuKernels;
+/// use gmprt_offload::runtime::Runtime;
+///
+/// let rt = Runtime::builder().procs(2).build().unwrap();
+/// let kernels = CpuKernels::new(4096, 4096);
+/// for (kernel, n) in [("black_scholes", 4096), ("saxpy", 4096), ("sgemm", 16), ("monte_carlo", 4096)] {
+///     let secs = kernels.time(&rt.handle(), kernel, n, 1).unwrap();
+///     println!("{kernel} at {n} on 2 Ps: {secs:.2e} s");
+/// }
+/// ```
 pub struct CpuKernels {
     inputs: Arc<CpuInputs>,
 }
@@ -66,6 +78,18 @@ const CPU_KERNELS: [&str; 4] = ["black_scholes", "saxpy", "sgemm", "monte_carlo"
 impl CpuKernels {
     /// Inputs for up to `max_options` Black-Scholes options and `max_elements` SAXPY elements
     /// (Monte Carlo and SGEMM make theirs per call).
+    ///
+    /// ```
+    /// use gmprt_offload::calibrate::CpuKernels;
+    /// use gmprt_offload::runtime::Runtime;
+    ///
+    /// let rt = Runtime::builder().procs(1).build().unwrap();
+    /// let kernels = CpuKernels::new(100, 4096);
+    /// kernels.time(&rt.handle(), "saxpy", 4096, 1).unwrap();
+    /// // More items than it was made for: an error, not a longer buffer.
+    /// let e = kernels.time(&rt.handle(), "black_scholes", 101, 1).unwrap_err().to_string();
+    /// assert!(e.contains("black_scholes of 101 items, but this CpuKernels was made for at most 100"));
+    /// ```
     pub fn new(max_options: usize, max_elements: usize) -> CpuKernels {
         CpuKernels {
             inputs: Arc::new(CpuInputs {
@@ -79,8 +103,21 @@ impl CpuKernels {
     /// Median wall-clock seconds of `kernel` (`black_scholes`, `saxpy`, `sgemm`, `monte_carlo`)
     /// at size `n` (items; the matrix side for SGEMM; paths for Monte Carlo) on `h`'s Ps,
     /// timed by one task on `h` (see the type's docs); blocks the calling thread, which must
-    /// not be an M. Errors: an unknown kernel, more items than [`CpuKernels::new`] was made
-    /// for, or a runtime that is shutting down.
+    /// not be an M. `reps` is the least number of timed runs after one warm-up run (short runs
+    /// get more, as every calibration point does). Errors: an unknown kernel, more items than
+    /// [`CpuKernels::new`] was made for, or a runtime that is shutting down.
+    ///
+    /// ```
+    /// use gmprt_offload::calibrate::CpuKernels;
+    /// use gmprt_offload::runtime::Runtime;
+    ///
+    /// let rt = Runtime::builder().procs(2).build().unwrap();
+    /// let kernels = CpuKernels::new(1, 4096);
+    /// let secs = kernels.time(&rt.handle(), "saxpy", 4096, 3).unwrap();
+    /// println!("SAXPY of 4096 elements on 2 Ps: {secs:.2e} s");
+    /// let e = kernels.time(&rt.handle(), "daxpy", 4096, 3).unwrap_err().to_string();
+    /// assert!(e.contains("unknown kernel `daxpy` (one of black_scholes, saxpy, sgemm, monte_carlo)"));
+    /// ```
     pub fn time(&self, h: &Handle, kernel: &str, n: usize, reps: usize) -> Result<f64, OffloadError> {
         let Some(&kernel) = CPU_KERNELS.iter().find(|&&k| k == kernel) else {
             return Err(OffloadError::Config(format!(

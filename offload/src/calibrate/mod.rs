@@ -61,6 +61,16 @@ pub use crate::model::DEVICE_COPY;
 pub use cpu::CpuKernels;
 
 /// How much to measure.
+///
+/// ```
+/// use gmprt_offload::calibrate::CalibrateOptions;
+///
+/// let full = CalibrateOptions::default();
+/// assert_eq!((full.max_procs, full.repeats, full.quick), (gmprt_offload::pool::host_threads(), 5, false));
+/// // A quick pass with CPU fits on 1 and 2 Ps.
+/// let opts = CalibrateOptions { max_procs: 2, ..CalibrateOptions::quick() };
+/// assert!(opts.quick && opts.repeats == 3);
+/// ```
 #[derive(Clone, Debug)]
 pub struct CalibrateOptions {
     /// Largest P count for the CPU fits (default: available parallelism).
@@ -179,9 +189,34 @@ impl Plan {
 /// short next to a calibration of tens of seconds.
 pub const WARM_UP: Duration = Duration::from_secs(1);
 /// The warm-up of a quick calibration (tests): a tenth of [`WARM_UP`].
+///
+/// ```
+/// use gmprt_offload::calibrate::{WARM_UP, WARM_UP_QUICK};
+/// assert_eq!(WARM_UP_QUICK * 10, WARM_UP);
+/// ```
 pub const WARM_UP_QUICK: Duration = Duration::from_millis(100);
 /// Measures launch overhead, H2D/D2H (pinned and pageable), each kernel's device time and its
 /// CPU time on 1 … `max_procs` Ps, and fits them. Under a minute on a GPU, under 30 s on Host.
+///
+/// ```no_run
+/// // Not run as a doctest: even a quick calibration measures for seconds (far longer in a
+/// // debug build); `offload/tests/model.rs` runs a quick Host one. No GPU is needed.
+/// use gmprt_offload::calibrate::{calibrate, CalibrateOptions};
+/// use gmprt_offload::model::{CostModel, ProfileSource};
+/// use gmprt_offload::Device;
+///
+/// let opts = CalibrateOptions { max_procs: 2, ..CalibrateOptions::quick() };
+/// let profile = calibrate(&Device::host(), &opts).unwrap();
+/// assert_eq!((profile.kind.as_str(), profile.procs), ("host", 2));
+/// assert_eq!(profile.source, ProfileSource::Measured);
+/// // Every kernel the cost model prices, with CPU fits on 1 and 2 Ps.
+/// for name in ["black_scholes", "saxpy", "sgemm", "monte_carlo"] {
+///     let k = profile.kernel(name).unwrap();
+///     assert_eq!(k.cpu.iter().map(|c| c.procs).collect::<Vec<_>>(), [1, 2]);
+/// }
+/// assert!(profile.device_copy().is_some());
+/// let _model = CostModel::new(profile);
+/// ```
 pub fn calibrate(device: &Device, opts: &CalibrateOptions) -> Result<DeviceProfile, OffloadError> {
     let plan = Plan::new(device.kind(), opts);
     let (launch_enqueue, launch_sync) = launch(device, plan.reps, plan.warm_up)?;
