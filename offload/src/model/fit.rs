@@ -116,6 +116,29 @@ pub const SPLIT_ABOVE: f64 = 0.10;
 /// Least drop in the worst relative error (5 points) for which one more regime is kept: the
 /// medians this project fits move by a few percent from run to run on the shared VM, so a
 /// smaller gain is within the noise, not evidence of another regime.
+///
+/// ```
+/// use gmprt_offload::model::fit::{MIN_GAIN, SPLIT_ABOVE};
+/// use gmprt_offload::model::{LinFit, Sample};
+/// // 1 ns per unit, `slower` times that from the 7th sample on, with ±6% noise.
+/// let series = |slower: f64| -> Vec<Sample> {
+///     (0..12)
+///         .map(|i| {
+///             let x = 1e3 * 2f64.powi(i);
+///             let per = if i < 6 { 1e-9 } else { slower * 1e-9 };
+///             Sample { x, secs: x * per * if i % 2 == 0 { 1.06 } else { 0.94 } }
+///         })
+///         .collect()
+/// };
+/// // 10% slower: one line is off by 11%, a cut only brings that to 7.8% (a gain below
+/// // MIN_GAIN), so the line is kept.
+/// let f = LinFit::fit(&series(1.10));
+/// assert!(f.below.is_empty() && f.max_rel_err > SPLIT_ABOVE);
+/// // 15% slower: one line is off by 13.3%, the cut gains more than MIN_GAIN and is kept.
+/// let f = LinFit::fit(&series(1.15));
+/// assert_eq!(f.below.len(), 1);
+/// assert!(f.max_rel_err < 0.133 - MIN_GAIN);
+/// ```
 pub const MIN_GAIN: f64 = 0.05;
 /// Fewest samples in each regime: three. Two points determine a line, so a regime of two
 /// fits them exactly whatever they are — one noisy pair of medians on the shared VM became a
