@@ -13,6 +13,23 @@
 //! [`model`] is the cost model (fits, profiles, predictions: a leaf that runs nothing) and
 //! [`calibrate`](mod@calibrate) measures a profile on the device at hand; [`timeline`] holds
 //! what each batch did.
+//!
+//! # Examples
+//!
+//! ```
+//! use gmprt_offload::model::{CostModel, Crossover, DeviceProfile, Residency};
+//! use gmprt_offload::runtime::Runtime;
+//! use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+//!
+//! // The Host stand-in runs anywhere (`Device::detect()` picks CUDA where it is usable).
+//! let rt = Runtime::builder().procs(2).build().unwrap();
+//! let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+//! assert_eq!(rt.block_on(b.submit_many(vec![(1.0, 1.0); 100])).unwrap(), vec![3.0; 100]);
+//! // Whether moving the work pays, in numbers: SAXPY from host memory never does on an H100,
+//! // 12 B per element over PCIe costs more than the CPU takes.
+//! let m = CostModel::new(DeviceProfile::published_h100());
+//! assert!(matches!(m.crossover("saxpy", Residency::Host).unwrap(), Crossover::Never { .. }));
+//! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 

@@ -9,15 +9,85 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Largest accepted `max_batch`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::batcher::MAX_BATCH_LIMIT;
+/// use gmprt_offload::BatcherConfig;
+///
+/// let at = BatcherConfig { max_batch: MAX_BATCH_LIMIT, ..BatcherConfig::default() };
+/// assert!(at.validate().is_ok());
+/// let over = BatcherConfig { max_batch: MAX_BATCH_LIMIT + 1, ..at };
+/// let e = over.validate().unwrap_err().to_string();
+/// assert!(e.contains("max_batch must be in 1..=16777216, got 16777217"), "{e}");
+/// ```
 pub const MAX_BATCH_LIMIT: usize = 1 << 24;
 /// Largest accepted `in_flight`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::batcher::IN_FLIGHT_LIMIT;
+/// use gmprt_offload::BatcherConfig;
+///
+/// let at = BatcherConfig { in_flight: IN_FLIGHT_LIMIT, ..BatcherConfig::default() };
+/// assert!(at.validate().is_ok());
+/// let over = BatcherConfig { in_flight: IN_FLIGHT_LIMIT + 1, ..at };
+/// let e = over.validate().unwrap_err().to_string();
+/// assert!(e.contains("in_flight must be in 1..=64") && e.ends_with("got 65"), "{e}");
+/// ```
 pub const IN_FLIGHT_LIMIT: usize = 64;
 /// Largest accepted `max_delay`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::batcher::MAX_DELAY_LIMIT;
+/// use gmprt_offload::BatcherConfig;
+/// use std::time::Duration;
+///
+/// let at = BatcherConfig { max_delay: MAX_DELAY_LIMIT, ..BatcherConfig::default() };
+/// assert!(at.validate().is_ok());
+/// let over = BatcherConfig { max_delay: MAX_DELAY_LIMIT + Duration::from_millis(1), ..at };
+/// let e = over.validate().unwrap_err().to_string();
+/// assert!(e.contains("max_delay must be at most 3600s, got 3600.001s"), "{e}");
+/// ```
 pub const MAX_DELAY_LIMIT: Duration = Duration::from_secs(3600);
 /// Largest staging buffer (words, input or output) one slot may need: 4 GiB.
+///
+/// Checked by [`Batcher::new`] (it depends on the kernel), before anything is allocated.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::batcher::MAX_BATCH_LIMIT;
+/// use gmprt_offload::{Batcher, BatcherConfig, Device, SmallSgemm};
+///
+/// // 8×8 products take 128 input words per item: 2²⁴ items would need 2³¹ words per slot.
+/// let cfg = BatcherConfig { max_batch: MAX_BATCH_LIMIT, ..BatcherConfig::default() };
+/// let e = Batcher::new(SmallSgemm { m: 8, n: 8, k: 8 }, &Device::host(), cfg).unwrap_err();
+/// assert!(e.to_string().contains("exceeds the 1073741824-word slot limit; lower max_batch"), "{e}");
+/// ```
 pub const SLOT_WORDS_LIMIT: usize = 1 << 30;
 
 /// How a [`Batcher`] forms batches and where it runs them.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::{BatcherConfig, Placement};
+/// use std::time::Duration;
+///
+/// let c = BatcherConfig::default();
+/// assert_eq!((c.max_batch, c.max_delay, c.in_flight), (1024, Duration::from_micros(200), 2));
+/// assert_eq!(c.placement, Placement::Gpu);
+/// assert!(c.model.is_none() && c.runtime.is_none());
+/// // Latency first: close a batch as soon as a slot is free.
+/// let eager = BatcherConfig { max_delay: Duration::ZERO, ..c.clone() };
+/// assert!(eager.validate().is_ok());
+/// assert_ne!(eager, c);
+/// ```
 #[derive(Clone, Debug)]
 pub struct BatcherConfig {
     /// A batch closes when it holds this many items (1 ..= 2²⁴).
@@ -71,6 +141,21 @@ impl Default for BatcherConfig {
 
 impl BatcherConfig {
     /// Checks the ranges; `Err(Config)` says which value is wrong and what is accepted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::{BatcherConfig, Placement};
+    ///
+    /// let c = BatcherConfig { in_flight: 0, ..BatcherConfig::default() };
+    /// assert_eq!(
+    ///     c.validate().unwrap_err().to_string(),
+    ///     "invalid configuration: in_flight must be in 1..=64 (2 or more to overlap copies and kernels), got 0"
+    /// );
+    /// let auto = BatcherConfig { placement: Placement::Auto, ..BatcherConfig::default() };
+    /// assert!(auto.validate().unwrap_err().to_string().contains("placement Auto needs a cost model"));
+    /// assert!(BatcherConfig::default().validate().is_ok());
+    /// ```
     pub fn validate(&self) -> Result<(), OffloadError> {
         let err = |m: String| Err(OffloadError::Config(m));
         if self.max_batch == 0 || self.max_batch > MAX_BATCH_LIMIT {
@@ -93,6 +178,17 @@ impl BatcherConfig {
 }
 
 /// A snapshot of a Batcher's load.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::{Batcher, BatcherConfig, Device, Occupancy, Saxpy};
+///
+/// let b = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+/// assert_eq!(b.occupancy(), Occupancy::default()); // idle: nothing open, waiting or running
+/// b.shutdown();
+/// assert_eq!(b.occupancy(), Occupancy { closed: true, ..Occupancy::default() });
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Occupancy {
     /// Items in the open batch.

@@ -22,6 +22,29 @@ use std::time::Instant;
 
 /// The future of [`Batcher::submit_many`](super::Batcher::submit_many): resolves to every
 /// item's output in order, or to the first error (an invalid item, `Closed`, a failed batch).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::runtime::Runtime;
+/// use gmprt_offload::{Batcher, BatcherConfig, Device, OffloadError, Saxpy};
+///
+/// let rt = Runtime::builder().procs(2).build().unwrap();
+/// let cfg = BatcherConfig { max_batch: 256, ..BatcherConfig::default() };
+/// let b = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), cfg).unwrap();
+/// // 1000 items through batches of at most 256: several pieces, outputs in order.
+/// let ys = rt.block_on(b.submit_many((0..1000).map(|i| (i as f32, 1.0)).collect())).unwrap();
+/// assert!(ys.iter().enumerate().all(|(i, &y)| y == i as f32 + 1.0));
+/// assert!(b.stats().batches >= 4);
+/// // One invalid item fails the whole call, naming its index, before any item enters.
+/// let mut book = vec![(1.0, 1.0); 100];
+/// book[42].1 = f32::INFINITY;
+/// match rt.block_on(b.submit_many(book)) {
+///     Err(OffloadError::Invalid(e)) => assert_eq!((e.field, e.index), ("y", 42)),
+///     other => panic!("{other:?}"),
+/// }
+/// assert_eq!(b.stats().items, 1000);
+/// ```
 #[must_use = "the items' results arrive through this future"]
 pub struct SubmitMany<K: BatchKernel> {
     pub(super) state: ManyState<K>,

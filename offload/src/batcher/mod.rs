@@ -222,6 +222,22 @@ use submit::SubmitState;
 /// Coalesces items submitted one at a time by many tasks into batches of kernel `K`, one
 /// launch per batch, on a [`Device`]. Cheap to clone (an `Arc`); dropping the last clone shuts
 /// it down (see [`Batcher::shutdown`]). See the module docs for the protocol.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::runtime::Runtime;
+/// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+///
+/// let rt = Runtime::builder().procs(2).build().unwrap();
+/// let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+/// let b2 = b.clone(); // the same Batcher
+/// assert_eq!(rt.block_on(b2.submit((2.0, 1.0))).unwrap(), 5.0);
+/// assert_eq!(b.stats().items, 1);
+/// drop(b2); // not the last clone: still open
+/// assert!(!b.is_closed());
+/// assert!(format!("{b:?}").starts_with("Batcher { kernel: \"saxpy\""));
+/// ```
 pub struct Batcher<K: BatchKernel> {
     owner: Arc<Owner<K>>,
 }
@@ -420,6 +436,23 @@ impl<K: BatchKernel> Batcher<K> {
     /// allocated: the message names the bytes needed, how they are made up, and the bytes
     /// available; see "Memory" in the module docs), an allocation refused, or a thread that
     /// cannot start; the backend's error if a slot cannot be made.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy, SmallSgemm};
+    ///
+    /// let b = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+    /// assert_eq!(b.device().kind_name(), "host");
+    /// // Refused before anything is allocated: a config out of range...
+    /// let cfg = BatcherConfig { in_flight: 0, ..BatcherConfig::default() };
+    /// let e = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), cfg).unwrap_err();
+    /// assert!(e.to_string().contains("in_flight must be in 1..=64"), "{e}");
+    /// // ...or a kernel with no words per item.
+    /// let e = Batcher::new(SmallSgemm { m: 0, n: 0, k: 0 }, &Device::host(), BatcherConfig::default());
+    /// let e = e.unwrap_err().to_string();
+    /// assert!(e.contains("kernel sgemm_batched has 0 input and 0 output words per item"), "{e}");
+    /// ```
     pub fn new(kernel: K, device: &Device, config: BatcherConfig) -> Result<Batcher<K>, OffloadError> {
         Self::with_backend(kernel, device, device.backend(), config)
     }
@@ -561,6 +594,23 @@ impl<K: BatchKernel> Batcher<K> {
     /// and waits its turn, without blocking the thread. After shutdown: `Err(Closed)`.
     /// Dropping the future after acceptance does not withdraw the item; its output is
     /// dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::runtime::Runtime;
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, OffloadError, Saxpy};
+    ///
+    /// let rt = Runtime::builder().procs(2).build().unwrap();
+    /// let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+    /// let (ok, bad) = rt.block_on(async { (b.submit((1.0, 2.0)).await, b.submit((f32::NAN, 2.0)).await) });
+    /// assert_eq!(ok.unwrap(), 4.0);
+    /// match bad {
+    ///     Err(OffloadError::Invalid(e)) => assert_eq!(e.field, "x"), // never entered a batch
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// assert_eq!((b.stats().items, b.stats().rejected_invalid), (1, 1));
+    /// ```
     pub fn submit(&self, item: K::Item) -> Submit<K> {
         let submitted = Instant::now();
         let shared = self.shared();
@@ -614,6 +664,22 @@ impl<K: BatchKernel> Batcher<K> {
 
     /// Closes the open batch now (if it holds any item) instead of at its deadline. It runs
     /// as soon as a slot is free. Does not wait.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::runtime::Runtime;
+    /// use gmprt_offload::{Batcher, BatcherConfig, CloseReason, Device, Saxpy};
+    /// use std::time::Duration;
+    ///
+    /// let rt = Runtime::builder().procs(2).build().unwrap();
+    /// let cfg = BatcherConfig { max_delay: Duration::from_secs(60), ..BatcherConfig::default() };
+    /// let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), cfg).unwrap();
+    /// let y = b.submit((3.0, 1.0)); // in the open batch, which would wait 60 s for more
+    /// b.flush();
+    /// assert_eq!(rt.block_on(y).unwrap(), 7.0);
+    /// assert_eq!(b.timelines()[0].closed_by, CloseReason::Flush);
+    /// ```
     pub fn flush(&self) {
         let shared = self.shared();
         let mut c = shared.central.lock();
@@ -630,37 +696,143 @@ impl<K: BatchKernel> Batcher<K> {
     /// already accepted. On a runtime M the wait hands the P off (`syscall`); on a slot
     /// worker thread it does not wait (see "Shutdown waits for the workers" in the module
     /// docs). Idempotent. Dropping the last clone does the same.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::runtime::Runtime;
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, OffloadError, Saxpy};
+    /// use std::time::Duration;
+    ///
+    /// let rt = Runtime::builder().procs(2).build().unwrap();
+    /// let cfg = BatcherConfig { max_delay: Duration::from_secs(60), ..BatcherConfig::default() };
+    /// let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), cfg).unwrap();
+    /// let accepted = b.submit((1.0, 1.0));
+    /// b.shutdown(); // closes the open batch at once, runs it, joins the workers
+    /// assert_eq!(b.stats().closed_shutdown, 1);
+    /// assert_eq!(rt.block_on(accepted).unwrap(), 3.0); // accepted items still get their result
+    /// assert_eq!(rt.block_on(b.submit((1.0, 1.0))), Err(OffloadError::Closed));
+    /// b.shutdown(); // idempotent
+    /// ```
     pub fn shutdown(&self) {
         self.shared().shutdown();
     }
 
     /// Whether [`shutdown`](Batcher::shutdown) has happened.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+    ///
+    /// let b = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+    /// let b2 = b.clone();
+    /// assert!(!b2.is_closed());
+    /// b.shutdown(); // one clone shuts down them all
+    /// assert!(b2.is_closed());
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.shared().stage.word().closed()
     }
 
     /// The kernel.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+    ///
+    /// let b = Batcher::new(Saxpy { a: 2.5 }, &Device::host(), BatcherConfig::default()).unwrap();
+    /// assert_eq!(b.kernel(), &Saxpy { a: 2.5 });
+    /// ```
     pub fn kernel(&self) -> &K {
         &self.shared().kernel
     }
 
     /// The device.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, DeviceKind, Saxpy};
+    ///
+    /// let sim = Device::simulated(DeviceProfile::published_h100());
+    /// let b = Batcher::new(Saxpy { a: 1.0 }, &sim, BatcherConfig::default()).unwrap();
+    /// assert_eq!(b.device().kind(), DeviceKind::Simulated);
+    /// assert_eq!(b.report().device, sim.describe());
+    /// ```
     pub fn device(&self) -> &Device {
         &self.shared().device
     }
 
     /// The configuration.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+    ///
+    /// let cfg = BatcherConfig { max_batch: 64, in_flight: 1, ..BatcherConfig::default() };
+    /// let b = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), cfg.clone()).unwrap();
+    /// assert_eq!(b.config(), cfg);
+    /// ```
     pub fn config(&self) -> BatcherConfig {
         self.shared().config.clone()
     }
 
     /// The cost model's decisions still in the timeline ring (`Placement::Auto` only), oldest
     /// first: both predictions, the side chosen and its measured time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::model::{CostModel, DeviceProfile};
+    /// use gmprt_offload::runtime::Runtime;
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, Placement, Saxpy, Side};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let rt = Runtime::builder().procs(2).build().unwrap();
+    /// let model = Arc::new(CostModel::new(DeviceProfile::published_h100()));
+    /// let cfg = BatcherConfig {
+    ///     placement: Placement::Auto,
+    ///     model: Some(model),
+    ///     max_delay: Duration::from_secs(60),
+    ///     ..BatcherConfig::default()
+    /// };
+    /// let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), cfg).unwrap();
+    /// let y = b.submit((1.0, 1.0));
+    /// b.flush();
+    /// assert_eq!(rt.block_on(y).unwrap(), 3.0);
+    /// // One item: tens of µs through PCIe and back against about 1 µs on one core.
+    /// let d = b.decisions();
+    /// assert_eq!(d.len(), 1);
+    /// assert_eq!((d[0].n, d[0].chose), (1, Side::Cpu));
+    /// assert!(d[0].predicted_cpu < d[0].predicted_gpu);
+    /// ```
     pub fn decisions(&self) -> Vec<PlacementDecision> {
         self.shared().log.lock().timelines().iter().filter_map(|t| t.predicted).collect()
     }
 
     /// The current load.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+    /// use std::time::Duration;
+    ///
+    /// let cfg = BatcherConfig { max_delay: Duration::from_secs(60), ..BatcherConfig::default() };
+    /// let b = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), cfg).unwrap();
+    /// let _y = b.submit((1.0, 1.0));
+    /// let _z = b.submit((2.0, 1.0));
+    /// let o = b.occupancy();
+    /// assert_eq!((o.open_items, o.waiting, o.closed), (2, 0, false));
+    /// b.shutdown(); // the open batch is taken and run
+    /// let o = b.occupancy();
+    /// assert_eq!((o.open_items, o.busy_slots, o.closed), (0, 0, true));
+    /// ```
     pub fn occupancy(&self) -> Occupancy {
         let s = self.shared();
         let c = s.central.lock();
@@ -676,12 +848,43 @@ impl<K: BatchKernel> Batcher<K> {
 
     /// Aggregates over every finished batch. A batch is counted before any of its futures
     /// resolves, so once every submit has resolved the stats include all of them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::runtime::Runtime;
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+    ///
+    /// let rt = Runtime::builder().procs(2).build().unwrap();
+    /// let cfg = BatcherConfig { max_batch: 4, ..BatcherConfig::default() };
+    /// let b = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), cfg).unwrap();
+    /// rt.block_on(b.submit_many(vec![(1.0, 1.0); 10])).unwrap();
+    /// let s = b.stats();
+    /// assert_eq!((s.items, s.failed_items, s.failed_batches), (10, 0, 0));
+    /// assert!(s.batches >= 3 && s.max_n <= 4);
+    /// assert_eq!(s.launches, s.batches); // one launch per batch
+    /// ```
     pub fn stats(&self) -> BatcherStats {
         self.shared().with_rejections(self.shared().log.lock().stats())
     }
 
     /// The last (up to [`TIMELINE_CAPACITY`](crate::timeline::TIMELINE_CAPACITY)) batches'
     /// timelines, oldest first (in completion order).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::runtime::Runtime;
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, DeviceKind, Saxpy};
+    ///
+    /// let rt = Runtime::builder().procs(2).build().unwrap();
+    /// let cfg = BatcherConfig { max_batch: 4, ..BatcherConfig::default() };
+    /// let b = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), cfg).unwrap();
+    /// rt.block_on(b.submit_many(vec![(1.0, 1.0); 10])).unwrap();
+    /// let ts = b.timelines();
+    /// assert_eq!(ts.iter().map(|t| t.n).sum::<usize>(), 10);
+    /// assert!(ts.iter().all(|t| t.ok && t.launched && t.n <= 4 && t.device == DeviceKind::Host));
+    /// ```
     pub fn timelines(&self) -> Vec<BatchTimeline> {
         self.shared().log.lock().timelines()
     }
@@ -690,6 +893,21 @@ impl<K: BatchKernel> Batcher<K> {
     /// bytes moved, transfer vs kernel share, the device, and each item's submit → result
     /// latency split into queue wait and batch time (p50 / p99 / p99.9 / max over every item
     /// batched so far). Serialisable (`serde`) for machine-readable output.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::runtime::Runtime;
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+    ///
+    /// let rt = Runtime::builder().procs(2).build().unwrap();
+    /// let b = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+    /// rt.block_on(b.submit_many(vec![(1.0, 1.0); 100])).unwrap();
+    /// let r = b.report();
+    /// assert_eq!((r.kernel, r.stats.items), ("saxpy", 100));
+    /// assert_eq!(r.device, Device::host().describe());
+    /// assert!(r.to_string().starts_with("batcher report: kernel saxpy on host ("));
+    /// ```
     pub fn report(&self) -> Report {
         let s = self.shared();
         let mut r = s.log.lock().report(s.kernel.name(), s.device.describe());

@@ -38,6 +38,25 @@ use crate::timeline::Side;
 use std::time::Duration;
 
 /// Where a [`Batcher`](super::Batcher) runs each batch (see the module docs).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::model::{CostModel, DeviceProfile};
+/// use gmprt_offload::{Batcher, BatcherConfig, Device, Placement, Saxpy};
+/// use std::sync::Arc;
+///
+/// assert_eq!(Placement::default(), Placement::Gpu); // the device the programmer chose
+/// // Auto is opt-in, and needs a model that can price the kernel.
+/// let auto = BatcherConfig { placement: Placement::Auto, ..BatcherConfig::default() };
+/// let e = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), auto.clone()).unwrap_err();
+/// assert!(e.to_string().contains("placement Auto needs a cost model"), "{e}");
+/// let mut profile = DeviceProfile::published_h100();
+/// profile.kernels.retain(|k| k.name != "saxpy");
+/// let cfg = BatcherConfig { model: Some(Arc::new(CostModel::new(profile))), ..auto };
+/// let e = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), cfg).unwrap_err();
+/// assert!(e.to_string().contains("profile has no kernel `saxpy`"), "{e}");
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Placement {
     /// On the CPU: the runtime's Ps (or the slot's worker thread when the Batcher has no

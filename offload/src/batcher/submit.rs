@@ -37,6 +37,21 @@ pub(super) fn external(room: bool) -> ExternalWait {
 /// The future of one [`Batcher::submit`](super::Batcher::submit): resolves to the item's output, or to the error
 /// that refused it (`Invalid`/`Kernel` at submit, `Closed`) or failed its batch (`Batch`).
 /// Owned (`'static`) and `Send`; never blocks the polling thread.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+/// use std::time::Duration;
+///
+/// let cfg = BatcherConfig { max_delay: Duration::from_secs(60), ..BatcherConfig::default() };
+/// let b = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), cfg).unwrap();
+/// let f = b.submit((1.0, 1.0));
+/// assert!(f.is_accepted());
+/// drop(f); // does not withdraw the item: it still runs, its output is dropped
+/// b.shutdown(); // closes the open batch and waits for it
+/// assert_eq!(b.stats().items, 1);
+/// ```
 #[must_use = "the item's result arrives through this future"]
 pub struct Submit<K: BatchKernel> {
     pub(super) state: SubmitState<K>,
@@ -74,6 +89,18 @@ impl<K: BatchKernel> fmt::Debug for Submit<K> {
 impl<K: BatchKernel> Submit<K> {
     /// Whether the item is in a batch (it will get its result even if this future is
     /// dropped or the Batcher shuts down).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+    ///
+    /// let b = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+    /// assert!(b.submit((1.0, 1.0)).is_accepted()); // room in the open batch: in at once
+    /// assert!(!b.submit((f32::NAN, 1.0)).is_accepted()); // refused by `validate`
+    /// b.shutdown();
+    /// assert!(!b.submit((1.0, 1.0)).is_accepted()); // refused: shut down
+    /// ```
     pub fn is_accepted(&self) -> bool {
         matches!(self.state, SubmitState::Accepted { .. })
     }

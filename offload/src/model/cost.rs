@@ -44,6 +44,16 @@ use super::profile::{DeviceProfile, KernelProfile, Size};
 use crate::error::OffloadError;
 
 /// Where a batch's inputs and outputs live.
+///
+/// ```
+/// use gmprt_offload::model::{CostModel, DeviceProfile, Residency};
+/// let m = CostModel::new(DeviceProfile::published_h100());
+/// let host = m.predict("black_scholes", 1e6, Residency::Host, 0.0).unwrap();
+/// let dev = m.predict("black_scholes", 1e6, Residency::Device, 0.0).unwrap();
+/// // 24 MB each way over PCIe is most of the GPU's time; resident, only the kernel is left.
+/// assert!(host.gpu_total > 30.0 * dev.gpu_total);
+/// assert_eq!(dev.gpu_total, dev.launch + dev.kernel_time);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Residency {
     /// On the host: the GPU path pays H2D and D2H.
@@ -53,6 +63,21 @@ pub enum Residency {
 }
 
 /// Which side the model picks, and by how much.
+///
+/// ```
+/// use gmprt_offload::model::{CostModel, DeviceProfile, Residency, Verdict};
+/// let m = CostModel::new(DeviceProfile::published_h100());
+/// // A million options priced from host memory: the copies cost more than 8 cores take.
+/// match m.predict("black_scholes", 1e6, Residency::Host, 0.0).unwrap().verdict {
+///     Verdict::Cpu { procs, speedup } => assert!(procs == 8 && (1.4..1.6).contains(&speedup)),
+///     v => panic!("{v:?}"),
+/// }
+/// // The same options already on the device: the GPU wins by far.
+/// match m.predict("black_scholes", 1e6, Residency::Device, 0.0).unwrap().verdict {
+///     Verdict::Gpu { speedup } => assert!(speedup > 20.0, "{speedup}"),
+///     v => panic!("{v:?}"),
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Verdict {
     /// The GPU end to end is faster than the best CPU P count, by `speedup` ×.
@@ -70,6 +95,16 @@ pub enum Verdict {
 }
 
 /// The predicted cost of one batch of size n, in seconds per phase.
+///
+/// ```
+/// use gmprt_offload::model::{CostModel, DeviceProfile, Residency};
+/// let m = CostModel::new(DeviceProfile::published_h100());
+/// let b = m.predict("saxpy", 1e6, Residency::Host, 50e-6).unwrap();
+/// assert_eq!(b.gpu_total, b.queue_wait + b.launch + b.h2d + b.kernel_time + b.d2h);
+/// assert!(b.h2d > b.d2h); // 8 B up, 4 B down per element
+/// let procs: Vec<usize> = b.cpu.iter().map(|&(p, _)| p).collect();
+/// assert_eq!(procs, [1, 2, 4, 8, 16]); // one CPU time per P count
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Breakdown {
     /// Kernel name.
@@ -99,6 +134,17 @@ pub struct Breakdown {
 }
 
 /// What bounds a pipeline's steady-state time per batch ([`Pipeline::bound_by`]).
+///
+/// ```
+/// use gmprt_offload::model::{Bound, CostModel, DeviceProfile, Residency};
+/// let m = CostModel::new(DeviceProfile::published_h100());
+/// // One slot runs its phases in turn: its time per batch is its latency.
+/// assert_eq!(m.predict_pipeline("saxpy", 1e6, 1, Residency::Host).unwrap().bound_by, Bound::Slots);
+/// // With two, the largest phase bounds it: 8 MB of x and y up per batch.
+/// let two = m.predict_pipeline("saxpy", 1e6, 2, Residency::Host).unwrap();
+/// assert_eq!(two.bound_by, Bound::H2d);
+/// assert_eq!(two.bound_by.to_string(), "H2D");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Bound {
     /// Too few slots to hide the phases: each slot's cycle (the latency) over `in_flight`.
@@ -125,6 +171,15 @@ impl std::fmt::Display for Bound {
 
 /// A batch size's cost through a pipeline of `in_flight` slots (see the module docs): one
 /// batch's latency and the steady-state time per batch, in seconds.
+///
+/// ```
+/// use gmprt_offload::model::{CostModel, DeviceProfile, Residency};
+/// let m = CostModel::new(DeviceProfile::published_h100());
+/// let p = m.predict_pipeline("saxpy", 1e6, 2, Residency::Host).unwrap();
+/// assert_eq!(p.latency, p.host + p.launch + p.h2d + p.kernel_time + p.d2h);
+/// assert_eq!(p.per_batch, p.h2d); // H2D-bound with 2 slots
+/// assert!(p.per_batch < p.latency); // overlap: a batch costs the stream less than its latency
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pipeline {
     /// Kernel name.
@@ -155,6 +210,14 @@ pub struct Pipeline {
 
 impl Pipeline {
     /// Items (work units of n) per second in steady state: `n / per_batch`.
+    ///
+    /// ```
+    /// use gmprt_offload::model::{CostModel, DeviceProfile, Residency};
+    /// let m = CostModel::new(DeviceProfile::published_h100());
+    /// let p = m.predict_pipeline("saxpy", 1e6, 2, Residency::Host).unwrap();
+    /// assert_eq!(p.throughput(), 1e6 / p.per_batch);
+    /// assert!((6.4e9..6.5e9).contains(&p.throughput())); // 1e6 elements per 155 µs
+    /// ```
     pub fn throughput(&self) -> f64 {
         if self.per_batch > 0.0 {
             self.n / self.per_batch
@@ -165,6 +228,18 @@ impl Pipeline {
 }
 
 /// Where the GPU starts to win.
+///
+/// ```
+/// use gmprt_offload::model::{CostModel, Crossover, DeviceProfile, Residency};
+/// let m = CostModel::new(DeviceProfile::published_h100());
+/// // Options already on the device: from 2187 on, the GPU beats the CPU.
+/// assert_eq!(m.crossover("black_scholes", Residency::Device).unwrap(), Crossover::At { n: 2187.0 });
+/// // From host memory, 48 B per option over PCIe costs more than pricing it on the CPU.
+/// match m.crossover("black_scholes", Residency::Host).unwrap() {
+///     Crossover::Never { reason } => assert!(reason.starts_with("PCIe-bound"), "{reason}"),
+///     c => panic!("{c:?}"),
+/// }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Crossover {
     /// From size `n` on (and for every larger size) the GPU is faster end to end.
@@ -183,6 +258,14 @@ pub enum Crossover {
 }
 
 /// Predictions from one profile.
+///
+/// ```
+/// use gmprt_offload::model::{CostModel, DeviceProfile, Residency};
+/// let m = CostModel::new(DeviceProfile::published_h100());
+/// let b = m.predict("sgemm", 1024.0, Residency::Host, 0.0).unwrap();
+/// let words = m.explain(&b);
+/// assert!(words.starts_with("sgemm n = 1024 (inputs on the host): GPU "), "{words}");
+/// ```
 #[derive(Clone, Debug)]
 pub struct CostModel {
     /// The profile predictions come from.
@@ -201,10 +284,21 @@ const SEARCH_LIMIT: f64 = 1e18;
 /// Ratio between neighbouring sizes of the crossover search's grid: 2^(1/16), 4.4% apart. A
 /// window narrower than that in which the GPU loses (two regime breaks next to each other)
 /// could be stepped over; a window that narrow is well inside the model's ±25% anyway.
+///
+/// ```
+/// use gmprt_offload::model::cost::GRID_RATIO;
+/// assert!((GRID_RATIO.powi(16) - 2.0).abs() < 1e-12); // 16 steps per doubling
+/// ```
 pub const GRID_RATIO: f64 = 1.044_273_782_427_413_8;
 
 impl CostModel {
     /// A model over `profile`.
+    ///
+    /// ```
+    /// use gmprt_offload::model::{CostModel, DeviceProfile};
+    /// let m = CostModel::new(DeviceProfile::published_h200());
+    /// assert_eq!(m.profile.device, "NVIDIA H200 (published)");
+    /// ```
     pub fn new(profile: DeviceProfile) -> CostModel {
         CostModel { profile }
     }
@@ -253,6 +347,18 @@ impl CostModel {
     /// One batch's latency and the steady-state time per batch of `n` of `kernel` through
     /// `in_flight` slots (see the module docs for the model and what it assumes).
     /// `Err(Config)` for an unknown kernel or `in_flight` 0.
+    ///
+    /// ```
+    /// use gmprt_offload::model::{Bound, CostModel, DeviceProfile, Residency};
+    /// let m = CostModel::new(DeviceProfile::published_h100());
+    /// let p = m.predict_pipeline("black_scholes", 1e6, 2, Residency::Device).unwrap();
+    /// // Resident data: no copies, so the kernel engine bounds the stream.
+    /// assert_eq!((p.h2d, p.d2h, p.bound_by), (0.0, 0.0, Bound::Kernel));
+    /// assert_eq!(p.per_batch, p.launch + p.kernel_time);
+    /// let e = m.predict_pipeline("saxpy", 1e6, 0, Residency::Host).unwrap_err();
+    /// assert!(e.to_string().contains("in_flight must be at least 1"), "{e}");
+    /// assert!(m.predict_pipeline("no_such_kernel", 1.0, 1, Residency::Host).is_err());
+    /// ```
     pub fn predict_pipeline(
         &self,
         kernel: &str,
@@ -291,6 +397,17 @@ impl CostModel {
         })
     }
     /// A pipeline prediction in plain words (one line).
+    ///
+    /// ```
+    /// use gmprt_offload::model::{CostModel, DeviceProfile, Residency};
+    /// let m = CostModel::new(DeviceProfile::published_h100());
+    /// let p = m.predict_pipeline("saxpy", 1e6, 2, Residency::Host).unwrap();
+    /// assert_eq!(
+    ///     m.explain_pipeline(&p),
+    ///     "Pipeline, 2 in flight: one batch's latency 249.76 µs, steady state 155.45 µs per batch \
+    ///      (6.43 G elements/s), bound by H2D."
+    /// );
+    /// ```
     pub fn explain_pipeline(&self, p: &Pipeline) -> String {
         format!(
             "Pipeline, {} in flight: one batch's latency {}, steady state {} per batch ({}/s), bound by {}.",
@@ -302,6 +419,16 @@ impl CostModel {
         )
     }
     /// The CPU time of `n` of `kernel` on `procs` Ps (nearest P count in the profile, scaled).
+    ///
+    /// ```
+    /// use gmprt_offload::model::{CostModel, DeviceProfile};
+    /// let m = CostModel::new(DeviceProfile::published_h100());
+    /// // 3 Ps: the 2-P fit (10 µs + 0.6 ns per element).
+    /// assert!((m.cpu_time("saxpy", 1e6, 3).unwrap() - 610e-6).abs() < 1e-12);
+    /// // Fewer Ps than any fit: the smallest P count (1 µs + 1.2 ns per element).
+    /// assert!((m.cpu_time("saxpy", 1e6, 0).unwrap() - 1201e-6).abs() < 1e-12);
+    /// assert!(m.cpu_time("no_such_kernel", 1.0, 1).is_err());
+    /// ```
     pub fn cpu_time(&self, kernel: &str, n: f64, procs: usize) -> Result<f64, OffloadError> {
         let k = self.profile.kernel(kernel)?;
         let fit = k
@@ -321,6 +448,22 @@ impl CostModel {
     /// then the largest size at which the GPU does not win, found on a geometric grid (ratio
     /// [`GRID_RATIO`]) searched downward from a size where the GPU wins and keeps winning, and
     /// refined by bisection. n* is the next integer above it.
+    ///
+    /// ```
+    /// use gmprt_offload::model::{CostModel, Crossover, DeviceProfile, Residency};
+    /// let m = CostModel::new(DeviceProfile::published_h100());
+    /// match m.crossover("black_scholes", Residency::Host).unwrap() {
+    ///     Crossover::Never { reason } => assert!(
+    ///         reason.starts_with("PCIe-bound: 48 B per option at 55.00 GB/s costs 0.873 ns"),
+    ///         "{reason}"
+    ///     ),
+    ///     c => panic!("{c:?}"),
+    /// }
+    /// // SGEMM: flops grow as N³ and copies as N², so the GPU wins from some N on.
+    /// let Crossover::At { n } = m.crossover("sgemm", Residency::Host).unwrap() else { panic!() };
+    /// assert!(n > 1.0 && n == n.ceil());
+    /// assert!(m.crossover("no_such_kernel", Residency::Host).is_err());
+    /// ```
     pub fn crossover(&self, kernel: &str, residency: Residency) -> Result<Crossover, OffloadError> {
         let k = self.profile.kernel(kernel)?;
         if k.cpu.is_empty() {
@@ -375,6 +518,17 @@ impl CostModel {
         Ok(Crossover::At { n: hi.ceil() })
     }
     /// The breakdown and verdict in plain words (a few lines).
+    ///
+    /// ```
+    /// use gmprt_offload::model::{CostModel, DeviceProfile, Residency};
+    /// let m = CostModel::new(DeviceProfile::published_h100());
+    /// let b = m.predict("black_scholes", 1e6, Residency::Host, 0.0).unwrap();
+    /// let e = m.explain(&b);
+    /// // Phases, CPU times, verdict, two pipelines, streaming, crossover: one line each.
+    /// assert_eq!(e.lines().count(), 7, "{e}");
+    /// assert!(e.contains("Verdict: CPU on 8 Ps, 1.50x faster than the GPU end to end."), "{e}");
+    /// assert!(e.contains("Crossover: never — PCIe-bound"), "{e}");
+    /// ```
     pub fn explain(&self, b: &Breakdown) -> String {
         let phases = [
             ("queue wait", b.queue_wait),

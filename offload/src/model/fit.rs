@@ -23,6 +23,13 @@
 use serde::{Deserialize, Serialize};
 
 /// One measurement: `secs` seconds at size `x` (bytes, items, or flops — see the fit's owner).
+///
+/// ```
+/// use gmprt_offload::model::{LinFit, Sample};
+/// // One sample: a line through the origin (intercept 0).
+/// let f = LinFit::fit(&[Sample { x: 1e6, secs: 1e-3 }]);
+/// assert_eq!((f.intercept, f.slope), (0.0, 1e-9));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     /// The size.
@@ -33,6 +40,20 @@ pub struct Sample {
 
 /// The line of one lower regime of a [`LinFit`]: used for x below `upto` (and at or above
 /// the previous regime's `upto`).
+///
+/// ```
+/// use gmprt_offload::model::{LinFit, Regime};
+/// // 0.2 ns per element below 128k elements (in cache), 0.6 ns from there on.
+/// let f = LinFit {
+///     intercept: 0.0,
+///     slope: 0.6e-9,
+///     max_rel_err: 0.0,
+///     below: vec![Regime { upto: 128e3, intercept: 0.0, slope: 0.2e-9 }],
+/// };
+/// assert!((f.eval(64e3) - 12.8e-6).abs() < 1e-15); // the lower regime
+/// assert!((f.eval(1e6) - 0.6e-3).abs() < 1e-15); // the top one, at and above the break
+/// assert!((f.eval(128e3) - 76.8e-6).abs() < 1e-15);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Regime {
     /// The break: sizes below it use this line.
@@ -46,6 +67,15 @@ pub struct Regime {
 /// `secs ≈ intercept + slope · x` (for x below a break of `below`, that regime's line
 /// instead), fitted by least squares with weights 1/secs² (so small and large sizes count
 /// alike in relative terms), clamped to non-negative coefficients.
+///
+/// ```
+/// use gmprt_offload::model::{LinFit, Sample};
+/// // Samples on 10 µs + 1 ns per unit: the fit recovers the line, one regime.
+/// let s: Vec<Sample> = [1e3, 1e4, 1e5, 1e6].iter().map(|&x| Sample { x, secs: 10e-6 + 1e-9 * x }).collect();
+/// let f = LinFit::fit(&s);
+/// assert!((f.intercept - 10e-6).abs() < 1e-12 && (f.slope - 1e-9).abs() < 1e-18);
+/// assert!(f.max_rel_err < 1e-9 && f.below.is_empty());
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LinFit {
     /// Fixed cost in seconds (latency) of the top (or only) regime.
@@ -67,10 +97,48 @@ const MIN_SECS: f64 = 1e-9;
 /// A single line whose worst relative error is at most this (10%) is kept as it is: well
 /// inside the ±25% the model is held to, and above the run-to-run noise of a median on the
 /// shared 2-core VM (a few percent), so noise alone does not trigger a cut.
+///
+/// ```
+/// use gmprt_offload::model::fit::SPLIT_ABOVE;
+/// use gmprt_offload::model::{LinFit, Sample};
+/// // 1 ns per unit with ±5% noise: well within SPLIT_ABOVE, so one line is kept.
+/// let s: Vec<Sample> = (0..8)
+///     .map(|i| {
+///         let x = 1e3 * 4f64.powi(i);
+///         Sample { x, secs: 1e-9 * x * if i % 2 == 0 { 1.05 } else { 0.95 } }
+///     })
+///     .collect();
+/// let f = LinFit::fit(&s);
+/// assert!(f.below.is_empty());
+/// assert!(f.max_rel_err <= SPLIT_ABOVE, "{}", f.max_rel_err);
+/// ```
 pub const SPLIT_ABOVE: f64 = 0.10;
 /// Least drop in the worst relative error (5 points) for which one more regime is kept: the
 /// medians this project fits move by a few percent from run to run on the shared VM, so a
 /// smaller gain is within the noise, not evidence of another regime.
+///
+/// ```
+/// use gmprt_offload::model::fit::{MIN_GAIN, SPLIT_ABOVE};
+/// use gmprt_offload::model::{LinFit, Sample};
+/// // 1 ns per unit, `slower` times that from the 7th sample on, with ±6% noise.
+/// let series = |slower: f64| -> Vec<Sample> {
+///     (0..12)
+///         .map(|i| {
+///             let x = 1e3 * 2f64.powi(i);
+///             let per = if i < 6 { 1e-9 } else { slower * 1e-9 };
+///             Sample { x, secs: x * per * if i % 2 == 0 { 1.06 } else { 0.94 } }
+///         })
+///         .collect()
+/// };
+/// // 10% slower: one line is off by 11%, a cut only brings that to 7.8% (a gain below
+/// // MIN_GAIN), so the line is kept.
+/// let f = LinFit::fit(&series(1.10));
+/// assert!(f.below.is_empty() && f.max_rel_err > SPLIT_ABOVE);
+/// // 15% slower: one line is off by 13.3%, the cut gains more than MIN_GAIN and is kept.
+/// let f = LinFit::fit(&series(1.15));
+/// assert_eq!(f.below.len(), 1);
+/// assert!(f.max_rel_err < 0.133 - MIN_GAIN);
+/// ```
 pub const MIN_GAIN: f64 = 0.05;
 /// Fewest samples in each regime: three. Two points determine a line, so a regime of two
 /// fits them exactly whatever they are — one noisy pair of medians on the shared VM became a
@@ -79,15 +147,62 @@ pub const MIN_GAIN: f64 = 0.05;
 /// has a residual its worst error can show, a single disturbed sample cannot carve out a
 /// regime, and a series needs `MIN_RUN · regimes` samples for that many regimes (eight points:
 /// at most two).
+///
+/// ```
+/// use gmprt_offload::model::fit::MIN_RUN;
+/// use gmprt_offload::model::{LinFit, Sample};
+/// // Two speeds, but only five samples: fewer than 2 · MIN_RUN, so no cut is allowed.
+/// let s: Vec<Sample> = [(1e3, 0.2e-9), (4e3, 0.2e-9), (16e3, 0.2e-9), (64e3, 0.6e-9), (256e3, 0.6e-9)]
+///     .iter()
+///     .map(|&(x, per)| Sample { x, secs: per * x })
+///     .collect();
+/// assert!(s.len() < 2 * MIN_RUN);
+/// let f = LinFit::fit(&s);
+/// assert!(f.below.is_empty() && f.max_rel_err > 0.10);
+/// ```
 pub const MIN_RUN: usize = 3;
 /// Most regimes of one fit: four, one per level a CPU's memory traffic can be bound by (L1,
 /// L2, the shared last-level cache, DRAM). A `memcpy` on the dev VM shows all four: 7.6, 24,
 /// 75 and 125-170 ps per byte.
+///
+/// ```
+/// use gmprt_offload::model::fit::MAX_REGIMES;
+/// use gmprt_offload::model::{LinFit, Sample};
+/// // A memcpy's four speeds (L1, L2, last-level cache, DRAM), three samples each:
+/// let per_byte = [7.6e-12, 24e-12, 75e-12, 150e-12];
+/// let s: Vec<Sample> = (0..12)
+///     .map(|i| {
+///         let x = 4096.0 * 2f64.powi(i);
+///         Sample { x, secs: x * per_byte[i as usize / 3] }
+///     })
+///     .collect();
+/// let f = LinFit::fit(&s);
+/// // One line per level: the most a fit has.
+/// assert!(f.max_rel_err < 1e-9);
+/// assert_eq!(f.below.len() + 1, MAX_REGIMES);
+/// ```
 pub const MAX_REGIMES: usize = 4;
 
 impl LinFit {
     /// Fits `samples` (at least one; with one sample the intercept is 0), in one regime or
     /// more (see the module docs). Non-finite samples are ignored.
+    ///
+    /// ```
+    /// use gmprt_offload::model::{LinFit, Sample};
+    /// // SAXPY-like: 0.2 ns per element up to 64k elements, 0.6 ns from 256k on.
+    /// let s: Vec<Sample> = [1e3, 4e3, 16e3, 64e3, 256e3, 1e6, 4e6, 16e6]
+    ///     .iter()
+    ///     .map(|&x| Sample { x, secs: x * if x < 1e5 { 0.2e-9 } else { 0.6e-9 } })
+    ///     .collect();
+    /// let f = LinFit::fit(&s);
+    /// assert_eq!(f.below.len(), 1); // two regimes
+    /// assert!((f.below[0].upto - 128e3).abs() < 1e-6); // the break: √(64k · 256k)
+    /// assert!((f.slope - 0.6e-9).abs() < 1e-15 && (f.below[0].slope - 0.2e-9).abs() < 1e-15);
+    /// assert!(f.max_rel_err < 1e-6);
+    /// // Non-finite samples are ignored.
+    /// let with_nan = [s.clone(), vec![Sample { x: f64::NAN, secs: 1.0 }]].concat();
+    /// assert_eq!(LinFit::fit(&with_nan), f);
+    /// ```
     pub fn fit(samples: &[Sample]) -> LinFit {
         let mut pts: Vec<Sample> =
             samples.iter().copied().filter(|s| s.x.is_finite() && s.secs.is_finite()).collect();
@@ -121,6 +236,13 @@ impl LinFit {
         LinFit { intercept, slope, max_rel_err: 0.0, below: vec![] }
     }
     /// Predicted seconds at size `x`.
+    ///
+    /// ```
+    /// use gmprt_offload::model::LinFit;
+    /// let link = LinFit::known(10e-6, 1.0 / 55e9); // 10 µs + 55 GB/s
+    /// assert!((link.eval(0.0) - 10e-6).abs() < 1e-15);
+    /// assert!((link.eval(55e6) - 1.01e-3).abs() < 1e-12); // 55 MB: 1.01 ms
+    /// ```
     pub fn eval(&self, x: f64) -> f64 {
         match self.below.iter().find(|r| x < r.upto) {
             Some(r) => r.intercept + r.slope * x,

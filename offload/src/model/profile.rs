@@ -11,6 +11,13 @@ use std::time::Duration;
 /// The profile kernel that holds the device-memory roof: the device-to-device copy kernel
 /// measured by [`calibrate`](crate::calibrate::calibrate()), x = bytes copied (see
 /// [`DeviceProfile::device_copy`]).
+///
+/// ```
+/// use gmprt_offload::model::{DeviceProfile, DEVICE_COPY};
+/// // The published profiles were not measured, so they have no device-copy entry.
+/// let e = DeviceProfile::published_h100().kernel(DEVICE_COPY).unwrap_err();
+/// assert!(e.to_string().contains("no kernel `device_copy`"), "{e}");
+/// ```
 pub const DEVICE_COPY: &str = "device_copy";
 
 /// The profile kernel a job's name ([`Job::name`](crate::Job::name)) is priced and paced by:
@@ -41,6 +48,14 @@ pub(crate) fn duration(s: f64) -> Duration {
 }
 
 /// Where a profile's numbers come from.
+///
+/// ```
+/// use gmprt_offload::model::{DeviceProfile, ProfileSource};
+/// match DeviceProfile::published_h100().source {
+///     ProfileSource::Published { citation } => assert!(citation.starts_with("NOT MEASURED"), "{citation}"),
+///     ProfileSource::Measured => panic!("the shipped profiles are published figures"),
+/// }
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ProfileSource {
     /// Measured by [`calibrate`](crate::calibrate::calibrate()) on the named machine.
@@ -54,6 +69,17 @@ pub enum ProfileSource {
 
 /// Host ↔ device copies: `t = latency + bytes / bandwidth` (intercept = latency in s,
 /// slope = 1 / bandwidth in s/B), pinned and pageable host memory.
+///
+/// ```
+/// use gmprt_offload::model::DeviceProfile;
+/// let h2d = DeviceProfile::published_h100().h2d;
+/// // 1 MB from pinned memory: 10 µs latency + 1e6 B at 55 GB/s (18.2 µs).
+/// assert!((h2d.pinned.eval(1e6) - 28.18e-6).abs() < 0.01e-6);
+/// // Pageable memory is assumed half as fast (an extra staging copy).
+/// assert!((h2d.pageable.slope / h2d.pinned.slope - 2.0).abs() < 1e-9);
+/// // Published figures: no raw samples behind the fits.
+/// assert!(h2d.pinned_samples.is_empty() && h2d.pageable_samples.is_empty());
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TransferProfile {
     /// Pinned host buffers.
@@ -67,6 +93,16 @@ pub struct TransferProfile {
 }
 
 /// How a kernel's size `n` maps to work and bytes.
+///
+/// ```
+/// use gmprt_offload::model::Size;
+/// // SAXPY: x and y in (8 B), y out (4 B) per element.
+/// let saxpy = Size::Items { in_bytes: 8.0, out_bytes: 4.0, out_fixed: 0.0 };
+/// assert_eq!((saxpy.work(1e3), saxpy.in_bytes(1e3), saxpy.out_bytes(1e3)), (1e3, 8e3, 4e3));
+/// // SGEMM of 10×10 matrices: 2000 flops, A and B in (800 B), C out (400 B).
+/// let sgemm = Size::MatrixN;
+/// assert_eq!((sgemm.work(10.0), sgemm.in_bytes(10.0), sgemm.out_bytes(10.0)), (2e3, 800.0, 400.0));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Size {
     /// `n` independent items: work = n, bytes in/out = per-item bytes · n (+ fixed out bytes).
@@ -84,6 +120,13 @@ pub enum Size {
 
 impl Size {
     /// Work units at size n (the x of the kernel fits).
+    ///
+    /// ```
+    /// use gmprt_offload::model::Size;
+    /// assert_eq!(Size::MatrixN.work(100.0), 2e6); // 2N³ flops
+    /// let items = Size::Items { in_bytes: 24.0, out_bytes: 24.0, out_fixed: 0.0 };
+    /// assert_eq!(items.work(100.0), 100.0); // one unit per item
+    /// ```
     pub fn work(&self, n: f64) -> f64 {
         match self {
             Size::Items { .. } => n,
@@ -91,6 +134,13 @@ impl Size {
         }
     }
     /// Bytes to upload at size n.
+    ///
+    /// ```
+    /// use gmprt_offload::model::Size;
+    /// assert_eq!(Size::MatrixN.in_bytes(100.0), 80_000.0); // A and B: 2 · 4 B · N²
+    /// let options = Size::Items { in_bytes: 24.0, out_bytes: 24.0, out_fixed: 0.0 };
+    /// assert_eq!(options.in_bytes(1000.0), 24_000.0);
+    /// ```
     pub fn in_bytes(&self, n: f64) -> f64 {
         match self {
             Size::Items { in_bytes, .. } => in_bytes * n,
@@ -98,6 +148,14 @@ impl Size {
         }
     }
     /// Bytes to download at size n.
+    ///
+    /// ```
+    /// use gmprt_offload::model::Size;
+    /// assert_eq!(Size::MatrixN.out_bytes(100.0), 40_000.0); // C: 4 B · N²
+    /// // A reduction (Monte Carlo) downloads a fixed 16 B whatever the number of paths.
+    /// let paths = Size::Items { in_bytes: 0.0, out_bytes: 0.0, out_fixed: 16.0 };
+    /// assert_eq!((paths.out_bytes(1.0), paths.out_bytes(1e9)), (16.0, 16.0));
+    /// ```
     pub fn out_bytes(&self, n: f64) -> f64 {
         match self {
             Size::Items { out_bytes, out_fixed, .. } => out_bytes * n + out_fixed,
@@ -107,6 +165,16 @@ impl Size {
 }
 
 /// CPU time of a kernel on `procs` Ps (x = work units).
+///
+/// ```
+/// use gmprt_offload::model::DeviceProfile;
+/// let h100 = DeviceProfile::published_h100();
+/// let saxpy = h100.kernel("saxpy").unwrap();
+/// let procs: Vec<usize> = saxpy.cpu.iter().map(|c| c.procs).collect();
+/// assert_eq!(procs, [1, 2, 4, 8, 16]);
+/// // On 1 P: 1 µs + 1.2 ns per element.
+/// assert!((saxpy.cpu[0].fit.eval(1e6) - 1.201e-3).abs() < 1e-9);
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CpuFit {
     /// Ps used.
@@ -118,6 +186,16 @@ pub struct CpuFit {
 }
 
 /// One kernel's costs: device time against work, CPU time against work on 1 … all Ps.
+///
+/// ```
+/// use gmprt_offload::model::{DeviceProfile, Size};
+/// let h100 = DeviceProfile::published_h100();
+/// let sgemm = h100.kernel("sgemm").unwrap();
+/// assert_eq!((sgemm.unit.as_str(), sgemm.size), ("N (matrix side)", Size::MatrixN));
+/// // A 1024² SGEMM: 2·1024³ flops at 50 TFLOP/s (42.9 µs) + one 4 µs launch.
+/// let t = sgemm.device.eval(sgemm.size.work(1024.0));
+/// assert!((t - 46.95e-6).abs() < 0.01e-6, "{t}");
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KernelProfile {
     /// `black_scholes`, `saxpy`, `sgemm`, `monte_carlo`.
@@ -135,6 +213,15 @@ pub struct KernelProfile {
 }
 
 /// Everything the cost model knows about one machine (device + its host CPU).
+///
+/// ```
+/// use gmprt_offload::model::{DeviceProfile, ProfileSource};
+/// let h200 = DeviceProfile::published_h200();
+/// assert_eq!((h200.kind.as_str(), h200.procs), ("published", 16));
+/// assert!(matches!(h200.source, ProfileSource::Published { .. }));
+/// let names: Vec<&str> = h200.kernels.iter().map(|k| k.name.as_str()).collect();
+/// assert_eq!(names, ["black_scholes", "saxpy", "sgemm", "monte_carlo"]);
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeviceProfile {
     /// Device name (`NVIDIA H200`, `host`).
@@ -174,10 +261,26 @@ impl DeviceProfile {
     /// What a launch costs beyond what the kernel fits already contain: `launch_sync −
     /// launch_enqueue`, at least 0 (the kernel fits are timed on the clock `launch_enqueue` is
     /// timed on, so adding `launch_sync` to them would count `launch_enqueue` twice).
+    ///
+    /// ```
+    /// let mut p = gmprt_offload::model::DeviceProfile::published_h100();
+    /// // 8 µs launch + sync, of which the kernel fits already hold the 4 µs enqueue.
+    /// assert!((p.launch_overhead() - 4e-6).abs() < 1e-12);
+    /// p.launch_sync = 1e-6; // below launch_enqueue: clamped
+    /// assert_eq!(p.launch_overhead(), 0.0);
+    /// ```
     pub fn launch_overhead(&self) -> f64 {
         (self.launch_sync - self.launch_enqueue).max(0.0)
     }
     /// The kernel named `name`, or an error listing the profile's kernels.
+    ///
+    /// ```
+    /// let h100 = gmprt_offload::model::DeviceProfile::published_h100();
+    /// assert_eq!(h100.kernel("saxpy").unwrap().unit, "elements");
+    /// // Job names are not mapped here (see `job_kernel`): the error lists what there is.
+    /// let e = h100.kernel("sgemm_batched").unwrap_err().to_string();
+    /// assert!(e.contains("no kernel `sgemm_batched` (it has: black_scholes, saxpy, sgemm, monte_carlo)"), "{e}");
+    /// ```
     pub fn kernel(&self, name: &str) -> Result<&KernelProfile, OffloadError> {
         self.kernels.iter().find(|k| k.name == name).ok_or_else(|| {
             let names: Vec<&str> = self.kernels.iter().map(|k| k.name.as_str()).collect();
@@ -189,20 +292,62 @@ impl DeviceProfile {
         })
     }
     /// JSON text (pretty).
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// let h100 = DeviceProfile::published_h100();
+    /// let text = h100.to_json();
+    /// assert!(text.contains("\"device\": \"NVIDIA H100 SXM (published)\""));
+    /// assert_eq!(DeviceProfile::from_json(&text).unwrap(), h100); // round trip
+    /// ```
     pub fn to_json(&self) -> String {
         // Serialising plain structs of numbers and strings cannot fail.
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
     /// Parses JSON text; the error says what is wrong.
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// let h200 = DeviceProfile::published_h200();
+    /// assert_eq!(DeviceProfile::from_json(&h200.to_json()).unwrap(), h200);
+    /// let e = DeviceProfile::from_json("{}").unwrap_err().to_string();
+    /// assert!(e.starts_with("invalid configuration: not a device profile: missing field `device`"), "{e}");
+    /// ```
     pub fn from_json(s: &str) -> Result<DeviceProfile, OffloadError> {
         serde_json::from_str(s).map_err(|e| OffloadError::Config(format!("not a device profile: {e}")))
     }
     /// Writes JSON to `path`.
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// let h100 = DeviceProfile::published_h100();
+    /// let path = std::env::temp_dir().join(format!("gmprt-doc-save-{}.json", std::process::id()));
+    /// h100.save(&path).unwrap();
+    /// assert_eq!(DeviceProfile::load(&path).unwrap(), h100);
+    /// std::fs::remove_file(&path).unwrap();
+    /// // A directory that does not exist: the error names the path.
+    /// let bad = std::env::temp_dir().join("gmprt-no-such-dir").join("p.json");
+    /// let e = h100.save(&bad).unwrap_err().to_string();
+    /// assert!(e.contains("cannot write profile") && e.contains("gmprt-no-such-dir"), "{e}");
+    /// ```
     pub fn save(&self, path: &Path) -> Result<(), OffloadError> {
         std::fs::write(path, self.to_json())
             .map_err(|e| OffloadError::Config(format!("cannot write profile {}: {e}", path.display())))
     }
     /// Reads JSON from `path`; the error names the path.
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// let path = std::env::temp_dir().join(format!("gmprt-doc-load-{}.json", std::process::id()));
+    /// let e = DeviceProfile::load(&path).unwrap_err().to_string(); // not there yet
+    /// assert!(e.contains("cannot read profile") && e.contains(&*path.to_string_lossy()), "{e}");
+    /// std::fs::write(&path, "not json").unwrap();
+    /// let e = DeviceProfile::load(&path).unwrap_err().to_string();
+    /// assert!(e.contains("is not a valid device profile"), "{e}");
+    /// DeviceProfile::published_h200().save(&path).unwrap();
+    /// assert_eq!(DeviceProfile::load(&path).unwrap().device, "NVIDIA H200 (published)");
+    /// std::fs::remove_file(&path).unwrap();
+    /// ```
     pub fn load(path: &Path) -> Result<DeviceProfile, OffloadError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| OffloadError::Config(format!("cannot read profile {}: {e}", path.display())))?;
@@ -211,18 +356,42 @@ impl DeviceProfile {
         })
     }
     /// The shipped profile built from published H100 SXM figures (labelled Published).
+    ///
+    /// ```
+    /// let h100 = gmprt_offload::model::DeviceProfile::published_h100();
+    /// assert_eq!(h100.device, "NVIDIA H100 SXM (published)");
+    /// assert!(h100.label().contains("published figures, not measured"));
+    /// ```
     pub fn published_h100() -> DeviceProfile {
         // The file is checked by the test suite (`published profiles load`); a broken file is
         // a build defect, not a runtime condition.
         DeviceProfile::from_json(H100_JSON).expect("offload/profiles/h100-sxm-published.json is valid")
     }
     /// The shipped profile built from published H200 figures (labelled Published).
+    ///
+    /// ```
+    /// let h200 = gmprt_offload::model::DeviceProfile::published_h200();
+    /// assert_eq!(h200.device, "NVIDIA H200 (published)");
+    /// assert_eq!(h200.kernels.len(), 4);
+    /// ```
     pub fn published_h200() -> DeviceProfile {
         DeviceProfile::from_json(H200_JSON).expect("offload/profiles/h200-published.json is valid")
     }
     /// Refits every fit of a measured profile from its raw samples with the current
     /// [`LinFit::fit`] (after the fitting procedure changes, a recorded profile need not be
     /// measured again). Fits without samples (published figures) are left as they are.
+    ///
+    /// ```
+    /// use gmprt_offload::model::{DeviceProfile, Sample};
+    /// let mut p = DeviceProfile::published_h100();
+    /// // Samples recorded on a 5 µs + 20 GB/s link; the published fit was 10 µs + 55 GB/s.
+    /// p.h2d.pinned_samples = [1e3, 1e4, 1e5, 1e6].iter().map(|&x| Sample { x, secs: 5e-6 + x / 20e9 }).collect();
+    /// let pageable = p.h2d.pageable.clone();
+    /// p.refit();
+    /// assert!((p.h2d.pinned.intercept - 5e-6).abs() < 1e-12);
+    /// assert!((p.h2d.pinned.slope - 1.0 / 20e9).abs() < 1e-16);
+    /// assert_eq!(p.h2d.pageable, pageable); // no samples: left as published
+    /// ```
     pub fn refit(&mut self) {
         let refit = |fit: &mut LinFit, samples: &[Sample]| {
             if !samples.is_empty() {
@@ -243,6 +412,21 @@ impl DeviceProfile {
     /// The device-memory roof, if calibrated: seconds to copy x bytes device to device (the
     /// fit of the [`DEVICE_COPY`] entry; profiles measured before it existed, and the
     /// published ones, have none).
+    ///
+    /// ```
+    /// use gmprt_offload::model::{DeviceProfile, KernelProfile, LinFit, Size, DEVICE_COPY};
+    /// let mut p = DeviceProfile::published_h100();
+    /// assert!(p.device_copy().is_none()); // published figures: no measured roof
+    /// p.kernels.push(KernelProfile {
+    ///     name: DEVICE_COPY.to_string(),
+    ///     unit: "bytes".into(),
+    ///     size: Size::Items { in_bytes: 0.0, out_bytes: 0.0, out_fixed: 0.0 },
+    ///     device: LinFit::known(2e-6, 1.0 / 3e12), // 2 µs + 3 TB/s
+    ///     device_samples: vec![],
+    ///     cpu: vec![],
+    /// });
+    /// assert!((p.device_copy().unwrap().eval(3e9) - 1.002e-3).abs() < 1e-12); // 3 GB: 1.002 ms
+    /// ```
     pub fn device_copy(&self) -> Option<&LinFit> {
         self.kernels.iter().find(|k| k.name == DEVICE_COPY).map(|k| &k.device)
     }
@@ -259,6 +443,12 @@ impl DeviceProfile {
         self.kernels.iter().find(|k| k.name == want)
     }
     /// One line naming the profile: device, source, date, CPU and procs.
+    ///
+    /// ```
+    /// let l = gmprt_offload::model::DeviceProfile::published_h100().label();
+    /// assert!(l.starts_with("NVIDIA H100 SXM (published) (published, driver -; published figures, not measured, "), "{l}");
+    /// assert!(l.ends_with(" up to 16 Ps)"), "{l}");
+    /// ```
     pub fn label(&self) -> String {
         let source = match &self.source {
             ProfileSource::Measured => "measured",
