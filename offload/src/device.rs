@@ -162,9 +162,10 @@ pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 }
 
 impl Device {
-    /// Chooses the device from `GMPRT_DEVICE` (see the module docs): `Ok(Cuda)` or `Ok(Host)`
-    /// unless CUDA was forced and is missing (`Err(NoDevice)`), or the variable holds
-    /// something else than `host`, `cuda`, `auto` or nothing (`Err(Config)`).
+    /// Chooses the device from `GMPRT_DEVICE` (see the module docs): `Ok(Cuda)`, `Ok(Host)`
+    /// or a simulated GPU (`simulated`), unless CUDA was forced and is missing
+    /// (`Err(NoDevice)`), or the variable holds something else than `host`, `cuda`,
+    /// `simulated`, `auto` or nothing (`Err(Config)`).
     ///
     /// ```
     /// use gmprt_offload::device::DEVICE_ENV;

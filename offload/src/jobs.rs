@@ -269,13 +269,21 @@ impl BatchKernel for SmallSgemm {
     fn out_words(&self) -> usize {
         self.m.saturating_mul(self.n)
     }
-    fn validate(&self, (a, b): &(Vec<f32>, Vec<f32>), _index: usize) -> Result<(), OffloadError> {
-        let (am, bm) = (self.m * self.k, self.k * self.n);
+    fn validate(&self, (a, b): &(Vec<f32>, Vec<f32>), index: usize) -> Result<(), OffloadError> {
+        // Saturating, as `in_words`: a shape past `usize` cannot match any Vec's length.
+        let (am, bm) = (self.m.saturating_mul(self.k), self.k.saturating_mul(self.n));
         if a.len() != am {
             return Err(KernelError::Shape { what: "a", expected: am, got: a.len() }.into());
         }
         if b.len() != bm {
             return Err(KernelError::Shape { what: "b", expected: bm, got: b.len() }.into());
+        }
+        // Every element finite, as Saxpy's and Black-Scholes' fields (a NaN would poison a
+        // whole row of C); the error names the matrix, not the element's position.
+        for (field, m) in [("a", a), ("b", b)] {
+            if let Some(&v) = m.iter().find(|v| !v.is_finite()) {
+                finite(field, v, index)?;
+            }
         }
         Ok(())
     }

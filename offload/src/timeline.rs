@@ -138,7 +138,9 @@ impl fmt::Display for CloseReason {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
-    /// [`Job::run_host`](crate::Job::run_host) on the slot's worker thread (one core).
+    /// [`Job::run_host`](crate::Job::run_host) on the CPU: in chunks over the runtime's Ps
+    /// (`parallel_for`), or on the slot's worker thread (one core) when the Batcher has no
+    /// runtime.
     Cpu,
     /// The Batcher's device (a GPU, the Host stand-in, or a simulated GPU).
     Gpu,
@@ -170,7 +172,10 @@ impl fmt::Display for Side {
 }
 
 /// One [`Placement::Auto`](crate::Placement::Auto) decision: what the cost model predicted
-/// for each side, which it chose (the faster prediction), and what the chosen side measured.
+/// for each side, which it chose, and what the chosen side measured. The choice compares the
+/// CPU time with the device's steady-state time per batch (its pipeline with `in_flight`
+/// slots), while `predicted_gpu` records one batch's latency; so under load the device can
+/// be chosen with a `predicted_gpu` above `predicted_cpu`.
 ///
 /// # Examples
 ///

@@ -412,6 +412,11 @@ fn invalid_items_are_rejected_at_submit_naming_the_field() {
     assert_eq!(e, OffloadError::Kernel(KernelError::Shape { what: "b", expected: 12, got: 11 }));
     let e = rt(1).block_on(g.submit((vec![0.0; 7], vec![0.0; 12]))).unwrap_err();
     assert!(matches!(e, OffloadError::Kernel(KernelError::Shape { what: "a", .. })), "{e:?}");
+    let mut b = vec![0.0; 12];
+    b[5] = f32::INFINITY;
+    let e = rt(1).block_on(g.submit((vec![0.0; 8], b))).unwrap_err();
+    assert!(matches!(&e, OffloadError::Invalid(InvalidInput { field: "b", .. })), "{e:?}");
+    assert_eq!(g.stats().items, 0, "no rejected item entered a batch");
 }
 
 #[test]

@@ -766,7 +766,8 @@ impl<K: BatchKernel> Batcher<K> {
         &self.shared().device
     }
 
-    /// The configuration.
+    /// The configuration as it was given to [`Batcher::new`] (a `runtime: None` stays `None`
+    /// even when the Batcher picked up the caller's runtime for its CPU batches).
     ///
     /// # Examples
     ///

@@ -33,7 +33,7 @@
 //! and the logged model error shows it.
 use crate::error::OffloadError;
 use crate::model::{duration as secs, profile_kernel_name};
-use crate::model::{CostModel, Residency};
+use crate::model::{CostModel, Residency, Size};
 use crate::timeline::Side;
 use std::time::Duration;
 
@@ -85,6 +85,19 @@ pub(super) fn check_model(model: &CostModel, kernel: &str) -> Result<(), Offload
     )))
 }
 
+/// The size the model prices a batch of `n` items of `kernel` (`out_words` output words per
+/// item) at: `n` for a kernel of independent items; for one the profile sizes as a square
+/// matrix (`Size::MatrixN`: a batch of small SGEMMs priced by the profile's `sgemm`), the `N`
+/// of one N×N×N product with the batch's flops, `∛(n · per^{3/2})` with `per = out_words`
+/// (each item's C has `per = m²` elements and costs `2m³` flops, as the simulated device
+/// paces it). Passing `n` itself priced 1,000 8×8 products as one 1000³ SGEMM.
+fn model_size(model: &CostModel, kernel: &str, n: usize, out_words: usize) -> f64 {
+    match model.profile.job_kernel(kernel).map(|k| k.size) {
+        Some(Size::MatrixN) => (n as f64 * (out_words as f64).powf(1.5)).cbrt(),
+        _ => n as f64,
+    }
+}
+
 /// The model's decision for a batch of `n` of `kernel` when a CPU batch would run on `procs`
 /// Ps and the device has `in_flight` slots: the faster side (ties go to the device) with the
 /// predicted device latency and CPU time.
@@ -99,12 +112,34 @@ pub(super) fn decide(
     model: &CostModel,
     kernel: &str,
     n: usize,
+    out_words: usize,
     procs: usize,
     in_flight: usize,
 ) -> Result<(Side, Duration, Duration), OffloadError> {
     let name = profile_kernel_name(kernel);
-    let pipe = model.predict_pipeline(name, n as f64, in_flight.max(1), Residency::Host)?;
-    let cpu = model.cpu_time(name, n as f64, procs)?;
+    let size = model_size(model, kernel, n, out_words);
+    let pipe = model.predict_pipeline(name, size, in_flight.max(1), Residency::Host)?;
+    let cpu = model.cpu_time(name, size, procs)?;
     let side = if cpu < pipe.per_batch { Side::Cpu } else { Side::Gpu };
     Ok((side, secs(pipe.latency), secs(cpu)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::DeviceProfile;
+
+    /// A batch of 1,000 8×8 products is priced as one SGEMM of the same flops (N = 80), not
+    /// as a 1000³ one; item kernels are priced at their item count.
+    #[test]
+    fn batched_sgemm_is_priced_by_its_flops() {
+        let model = CostModel::new(DeviceProfile::published_h100());
+        let n_eq = model_size(&model, "sgemm_batched", 1000, 64);
+        assert!((n_eq - 80.0).abs() < 1e-9, "{n_eq}");
+        assert_eq!(model_size(&model, "saxpy", 1000, 1), 1000.0);
+        let (_, gpu, cpu) = decide(&model, "sgemm_batched", 1000, 64, 2, 2).unwrap();
+        let direct = model.cpu_time("sgemm", 80.0, 2).unwrap();
+        assert_eq!(cpu, secs(direct));
+        assert!(gpu > Duration::ZERO);
+    }
 }

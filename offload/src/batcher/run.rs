@@ -268,7 +268,14 @@ impl<K: BatchKernel> Shared<K> {
             (Placement::Auto, Some(model)) => {
                 let procs = self.cpu_rt.as_ref().map_or(1, |rt| rt.procs());
                 match catch_unwind(AssertUnwindSafe(|| {
-                    placement::decide(model, self.kernel.name(), n, procs, self.config.in_flight)
+                    placement::decide(
+                        model,
+                        self.kernel.name(),
+                        n,
+                        self.kernel.out_words(),
+                        procs,
+                        self.config.in_flight,
+                    )
                 })) {
                     Ok(Ok((side, gpu, cpu))) => Ok((side, Some((gpu, cpu)))),
                     Ok(Err(e)) => Err(format!("the cost model could not place the batch: {e}")),

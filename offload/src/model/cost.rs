@@ -158,7 +158,7 @@ pub enum Bound {
 }
 
 impl std::fmt::Display for Bound {
-    /// `the slots`, `H2D`, `the kernel`, `D2H`.
+    /// `the slots (each runs its batches' phases in turn)`, `H2D`, `the kernel`, `D2H`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Bound::Slots => "the slots (each runs its batches' phases in turn)",
@@ -251,8 +251,9 @@ pub enum Crossover {
     Always,
     /// The GPU never wins; the reason in numbers.
     Never {
-        /// E.g. "PCIe-bound: 48 B per option at 55 GB/s costs 0.87 ns, more than pricing it on
-        /// 16 cores at 2.4 G options/s (0.41 ns)".
+        /// E.g. for Black-Scholes on the published H100 profile: "PCIe-bound: 48 B per option
+        /// at 55.00 GB/s costs 0.873 ns, more than pricing it on the CPU …" (the best CPU fit,
+        /// its rate and time per item follow).
         reason: String,
     },
 }

@@ -232,7 +232,7 @@ pub struct DeviceProfile {
     pub driver: String,
     /// When measured (RFC 3339 date) or compiled.
     pub date: String,
-    /// The host CPU (model name) and how many Ps the CPU fits go up to.
+    /// The host CPU (model name); how many Ps the CPU fits go up to is `procs`.
     pub cpu: String,
     /// Largest P count in the CPU fits.
     pub procs: usize,
