@@ -268,22 +268,107 @@ impl CudaBackend {
         })
     }
     /// Device name, e.g. `NVIDIA H200`.
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => {
+    ///         assert!(!gpu.name().is_empty());
+    ///         assert!(format!("{gpu:?}").contains(gpu.name())); // `Debug` is the device's line
+    ///     }
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn name(&self) -> &str {
         &self.inner.name
     }
     /// Compute capability (major, minor).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => {
+    ///         let (major, minor) = gpu.compute_capability();
+    ///         assert!(major >= 5 && minor >= 0);
+    ///         let sm = format!("sm_{major}{minor}");
+    ///         assert!(format!("{gpu:?}").contains(&sm));
+    ///     }
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn compute_capability(&self) -> (i32, i32) {
         self.inner.cc
     }
     /// Driver version as reported by `cuDriverGetVersion` (e.g. 13000).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     // A driver older than CUDA 13 is refused when the backend is opened.
+    ///     Ok(gpu) => assert!(gpu.driver_version() >= 13000),
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn driver_version(&self) -> i32 {
         self.inner.driver
     }
     /// The sync mode asked for at creation (`GMPRT_CUDA_SYNC`).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::{OffloadError, SyncMode};
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => assert_eq!(gpu.sync_mode(), SyncMode::from_env().unwrap()),
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn sync_mode(&self) -> SyncMode {
         self.inner.sync
     }
     /// The sync mode the context runs with now (`cuCtxGetFlags`).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     // Set at creation: the context runs with the mode asked for.
+    ///     Ok(gpu) => assert_eq!(gpu.effective_sync_mode().unwrap(), Some(gpu.sync_mode())),
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn effective_sync_mode(&self) -> Result<Option<SyncMode>, OffloadError> {
         self.inner.ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
         let mut flags = 0;
@@ -295,6 +380,27 @@ impl CudaBackend {
         Ok(SyncMode::from_ctx_flags(flags))
     }
     /// First-use costs paid so far (see [`FirstUse`]).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => {
+    ///         // Nothing compiled yet on a fresh backend of a fresh process.
+    ///         assert_eq!(gpu.first_use().modules, 0);
+    ///         if gpu.warm_up().is_ok() {
+    ///             assert_eq!(gpu.first_use().modules as usize, gmprt_offload::kernels::cuda::ALL.len());
+    ///         }
+    ///     }
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn first_use(&self) -> FirstUse {
         *self.inner.first_use.lock()
     }
@@ -303,6 +409,28 @@ impl CudaBackend {
     /// creates the cuBLAS handle of the utility stream (the one-shot operations' stream) when
     /// cuBLAS is usable. Cheap after the first call (cached look-ups). Returns the costs paid
     /// so far. A missing or refused cuBLAS is not an error here (a GEMM reports it).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped); with a GPU, `warm_up` needs NVRTC:
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::{nvrtc, CudaBackend};
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => match gpu.warm_up() {
+    ///         Ok(paid) => {
+    ///             assert_eq!(paid.modules as usize, gmprt_offload::kernels::cuda::ALL.len());
+    ///             // Cheap after the first call: nothing is compiled twice.
+    ///             assert_eq!(gpu.warm_up().unwrap().modules, paid.modules);
+    ///         }
+    ///         Err(e) => assert!(nvrtc::available().is_err(), "{e}"),
+    ///     },
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn warm_up(&self) -> Result<FirstUse, OffloadError> {
         self.warm_modules()?;
         let util = self.util_stream()?;
@@ -352,20 +480,98 @@ impl CudaBackend {
         Ok(())
     }
     /// Device ordinal.
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => {
+    ///         assert_eq!(gpu.ordinal(), 0);
+    ///         assert!(format!("{gpu:?}").starts_with("cuda:0 "));
+    ///     }
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn ordinal(&self) -> usize {
         self.inner.ordinal
     }
     /// Number of streaming multiprocessors.
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     // The grid cap of every launch scales with it.
+    ///     Ok(gpu) => assert!(gpu.sm_count() >= 1),
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn sm_count(&self) -> u32 {
         self.inner.sms
     }
     /// The context (event tracking disabled: whoever allocates on it must follow the
     /// ordering rules in the module docs).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => {
+    ///         // One context per backend, shared by its clones.
+    ///         assert!(std::sync::Arc::ptr_eq(gpu.context(), gpu.clone().context()));
+    ///         assert_eq!(gpu.context().ordinal(), gpu.ordinal());
+    ///     }
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.inner.ctx
     }
     /// `function` of `src`, compiling the module with NVRTC for this device's architecture
     /// on first use (cached).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped); with a GPU, compiling needs NVRTC:
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::{nvrtc, CudaBackend};
+    /// use gmprt_offload::kernels::cuda::{FN_SAXPY, SAXPY};
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => match gpu.function(&SAXPY, FN_SAXPY) {
+    ///         Ok(_) => {
+    ///             assert_eq!(gpu.first_use().modules, 1);
+    ///             gpu.function(&SAXPY, FN_SAXPY).unwrap(); // cached: not compiled again
+    ///             assert_eq!(gpu.first_use().modules, 1);
+    ///             let err = gpu.function(&SAXPY, "no_such_kernel").unwrap_err();
+    ///             assert!(err.to_string().contains("cuModuleGetFunction no_such_kernel (module saxpy)"), "{err}");
+    ///         }
+    ///         Err(e) => assert!(nvrtc::available().is_err(), "{e}"),
+    ///     },
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn function(&self, src: &CudaSource, function: &str) -> Result<CudaFunction, OffloadError> {
         // One lock for lookup and compile: a source is compiled once even when two slots ask
         // for it at the same time. Compiles happen once per source per device, so holding the
