@@ -24,16 +24,48 @@ use std::sync::{Arc, OnceLock};
 /// resident threads of an SM on sm_80..sm_100 when registers allow, so occupancy is limited by
 /// registers, not by the block shape; the reduction kernels' per-warp shared arrays (32
 /// entries) fit any block of at most 1024 threads.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::cuda::{grid_size, BLOCK_SIZE};
+///
+/// assert_eq!(BLOCK_SIZE % 32, 0); // whole warps
+/// // One block per BLOCK_SIZE items, below the cap.
+/// assert_eq!(grid_size(u64::from(BLOCK_SIZE), 132), 1);
+/// assert_eq!(grid_size(u64::from(BLOCK_SIZE) + 1, 132), 2);
+/// ```
 pub const BLOCK_SIZE: u32 = 256;
 
 /// Grid cap in blocks per SM: 32 blocks of 256 threads are four times the 8 blocks an SM can
 /// hold at once, so every SM gets work and the last wave's imbalance is small; beyond that
 /// the grid-stride loop reuses threads, which amortises per-thread setup (Philox key, block
 /// reduction, one atomic per block in the Monte Carlo kernels) over more items.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::cuda::{grid_size, GRID_BLOCKS_PER_SM};
+///
+/// // A million items on a 4-SM device: capped at 4 · 32 blocks.
+/// assert_eq!(grid_size(1 << 20, 4), 4 * GRID_BLOCKS_PER_SM);
+/// ```
 pub const GRID_BLOCKS_PER_SM: u32 = 32;
 
 /// Blocks for `items` work items on a device with `sms` SMs:
-/// `min(ceil(items / BLOCK_SIZE), sms · GRID_BLOCKS_PER_SM)`, at least 1.
+/// `min(ceil(items / BLOCK_SIZE), sms · GRID_BLOCKS_PER_SM)`, at least 1 (`sms = 0` counts
+/// as 1).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::cuda::grid_size;
+///
+/// assert_eq!(grid_size(0, 132), 1); // never an empty grid
+/// assert_eq!(grid_size(100_000, 132), 391); // ceil(100000 / 256)
+/// assert_eq!(grid_size(u64::MAX, 132), 132 * 32); // capped; the grid-stride loop does the rest
+/// assert_eq!(grid_size(u64::MAX, 0), 32);
+/// ```
 pub fn grid_size(items: u64, sms: u32) -> u32 {
     let wanted = items.div_ceil(u64::from(BLOCK_SIZE)).max(1);
     let cap = u64::from(sms.max(1)) * u64::from(GRID_BLOCKS_PER_SM);
@@ -72,7 +104,48 @@ fn need(what: &'static str, items: usize, words_per_item: usize, got: usize) -> 
 }
 
 /// Enqueues Black-Scholes over `n` contracts in the word layout
-/// (`gmprt_kernels::black_scholes`): one launch.
+/// (`gmprt_kernels::black_scholes`): one launch. `n = 0` enqueues nothing; buffers shorter
+/// than `n` items are `Err(Kernel(Shape))`.
+///
+/// # Examples
+///
+/// A job whose CUDA side is this launch (as [`BlackScholes`](crate::BlackScholes)'s is).
+/// It runs on the Host slot everywhere, and on a CUDA slot too where a GPU and NVRTC are
+/// usable (without them that part is skipped, so this passes on CI):
+///
+/// ```
+/// use gmprt_offload::cuda::{launch_black_scholes, nvrtc, CudaBackend, CudaJob, LaunchCtx};
+/// use gmprt_offload::kernels::black_scholes::{self, reference, Contract, OptionKind, IN_WORDS, OUT_WORDS};
+/// use gmprt_offload::{Backend, Device, Job, OffloadError, Phases};
+///
+/// struct Bs;
+/// impl Job for Bs {
+///     fn name(&self) -> &'static str { "bs" }
+///     fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
+///         black_scholes::price_greeks_words(n, input, output).map_err(|e| e.to_string())
+///     }
+/// }
+/// impl CudaJob for Bs {
+///     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
+///         launch_black_scholes(ctx, n)
+///     }
+/// }
+///
+/// let c = Contract { spot: 100.0, strike: 95.0, t: 0.5, rate: 0.03, vol: 0.25, kind: OptionKind::Put };
+/// let price_on = |backend: &dyn Backend| {
+///     let mut slot = backend.new_slot(IN_WORDS, OUT_WORDS).unwrap();
+///     black_scholes::stage_words(&[c], slot.staging_in());
+///     slot.run(&Bs, 1, IN_WORDS, OUT_WORDS, Phases::ALL).unwrap();
+///     black_scholes::gather_words(1, slot.staging_out(), 0).price
+/// };
+/// let want = reference(&c).price;
+/// let host = price_on(Device::host().backend());
+/// assert!((f64::from(host) - want).abs() < 1e-3 * want, "{host} vs {want}");
+/// if let (Ok(gpu), Ok(())) = (CudaBackend::new(0), nvrtc::available()) {
+///     let on_gpu = price_on(&gpu);
+///     assert!((f64::from(on_gpu) - want).abs() < 1e-3 * want, "{on_gpu} vs {want}");
+/// }
+/// ```
 pub fn launch_black_scholes(ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
     if n == 0 {
         return Ok(());
@@ -104,6 +177,47 @@ pub fn launch_black_scholes(ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), Off
 }
 
 /// Enqueues SAXPY over `n` items: input words `x` then `y` (stride n), output word `a·x + y`.
+/// `n = 0` enqueues nothing; buffers shorter than `n` items are `Err(Kernel(Shape))`.
+///
+/// # Examples
+///
+/// A job computing `3·x + y` whose CUDA side is this launch. It runs on the Host slot
+/// everywhere, and on a CUDA slot too where a GPU and NVRTC are usable (without them that
+/// part is skipped, so this passes on CI):
+///
+/// ```
+/// use gmprt_offload::cuda::{launch_saxpy, nvrtc, CudaBackend, CudaJob, LaunchCtx};
+/// use gmprt_offload::{Backend, Device, Job, OffloadError, Phases};
+///
+/// struct Triple;
+/// impl Job for Triple {
+///     fn name(&self) -> &'static str { "triple" }
+///     fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
+///         for i in 0..n {
+///             let (x, y) = (f32::from_bits(input[i]), f32::from_bits(input[n + i]));
+///             output[i] = (3.0 * x + y).to_bits();
+///         }
+///         Ok(())
+///     }
+/// }
+/// impl CudaJob for Triple {
+///     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
+///         launch_saxpy(ctx, n, 3.0)
+///     }
+/// }
+///
+/// let run_on = |backend: &dyn Backend| {
+///     let mut slot = backend.new_slot(4, 2).unwrap();
+///     let words: Vec<u32> = [1.0f32, 2.0, 10.0, 20.0].iter().map(|v| v.to_bits()).collect();
+///     slot.staging_in().copy_from_slice(&words); // x = [1, 2], y = [10, 20]
+///     slot.run(&Triple, 2, 4, 2, Phases::ALL).unwrap();
+///     slot.staging_out().iter().map(|w| f32::from_bits(*w)).collect::<Vec<_>>()
+/// };
+/// assert_eq!(run_on(Device::host().backend()), [13.0, 26.0]);
+/// if let (Ok(gpu), Ok(())) = (CudaBackend::new(0), nvrtc::available()) {
+///     assert_eq!(run_on(&gpu), [13.0, 26.0]);
+/// }
+/// ```
 pub fn launch_saxpy(ctx: &mut LaunchCtx<'_>, n: usize, a: f32) -> Result<(), OffloadError> {
     if n == 0 {
         return Ok(());
@@ -126,7 +240,57 @@ pub fn launch_saxpy(ctx: &mut LaunchCtx<'_>, n: usize, a: f32) -> Result<(), Off
 
 /// Enqueues `count` independent products C_i = A_i·B_i (m×k by k×n, row-major) as one
 /// strided-batched cuBLAS call. Input words: all A_i (count·m·k) then all B_i (count·k·n);
-/// output words: all C_i (count·m·n).
+/// output words: all C_i (count·m·n). `k = 0` writes zeros (empty sums) without cuBLAS;
+/// no output element enqueues nothing; short buffers are `Err(Kernel(Shape))`.
+///
+/// # Examples
+///
+/// A job of two 2×2 products whose CUDA side is this launch (as
+/// [`SmallSgemm`](crate::SmallSgemm)'s is). It runs on the Host slot everywhere, and on a
+/// CUDA slot too where a GPU and cuBLAS are usable (skipped without them, so this passes on
+/// CI):
+///
+/// ```
+/// use gmprt_offload::cuda::{launch_sgemm_batched, CudaBackend, CudaJob, LaunchCtx};
+/// use gmprt_offload::kernels::sgemm;
+/// use gmprt_offload::{loaded_libraries, Backend, Device, Job, OffloadError, Phases, Slot};
+///
+/// struct TwoByTwo;
+/// impl Job for TwoByTwo {
+///     fn name(&self) -> &'static str { "2x2" }
+///     fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
+///         sgemm::sgemm_batched_words(n, 2, 2, 2, input, output).map_err(|e| e.to_string())
+///     }
+/// }
+/// impl CudaJob for TwoByTwo {
+///     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
+///         launch_sgemm_batched(ctx, n, 2, 2, 2)
+///     }
+/// }
+///
+/// // A_0 = [[1, 2], [3, 4]], A_1 = 2·I; then B_0 = I, B_1 = [[5, 6], [7, 8]] (row-major).
+/// let input: Vec<u32> = [1.0f32, 2.0, 3.0, 4.0, 2.0, 0.0, 0.0, 2.0, 1.0, 0.0, 0.0, 1.0, 5.0, 6.0, 7.0, 8.0]
+///     .iter()
+///     .map(|v| v.to_bits())
+///     .collect();
+/// let want = [1.0f32, 2.0, 3.0, 4.0, 10.0, 12.0, 14.0, 16.0]; // C_0 = A_0, C_1 = 2·B_1
+/// let run = |slot: &mut Box<dyn Slot>| -> Result<Vec<f32>, OffloadError> {
+///     slot.staging_in().copy_from_slice(&input);
+///     slot.run(&TwoByTwo, 2, 16, 8, Phases::ALL)?;
+///     Ok(slot.staging_out().iter().map(|w| f32::from_bits(*w)).collect())
+/// };
+/// assert_eq!(run(&mut Device::host().backend().new_slot(16, 8).unwrap()).unwrap(), want);
+/// if let Ok(gpu) = CudaBackend::new(0) {
+///     // The slot gets its cuBLAS handle when cuBLAS is usable (and it is then listed).
+///     let mut slot = gpu.new_slot(16, 8).unwrap();
+///     let cublas = loaded_libraries().iter().any(|l| l.name == "libcublas");
+///     match run(&mut slot) {
+///         Ok(c) => assert!(cublas && c == want, "{c:?}"),
+///         // Without cuBLAS the batch fails, and says why.
+///         Err(e) => assert!(!cublas && e.to_string().contains("cublas"), "{e}"),
+///     }
+/// }
+/// ```
 pub fn launch_sgemm_batched(
     ctx: &mut LaunchCtx<'_>,
     count: usize,

@@ -32,9 +32,32 @@ use std::path::{Path, PathBuf};
 
 /// The CUDA major version gmprt's kernels and cudarc's bindings are built for (cudarc's
 /// `cuda-13000` feature).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::cuda::libs::{file_major, EXPECTED_CUDA_MAJOR};
+/// use std::path::Path;
+///
+/// assert_eq!(EXPECTED_CUDA_MAJOR, 13);
+/// // The file major a libnvrtc or libcublas must carry.
+/// assert_eq!(file_major(Path::new("/usr/local/cuda/lib64/libnvrtc.so.13")), Some(EXPECTED_CUDA_MAJOR));
+/// ```
 pub const EXPECTED_CUDA_MAJOR: u32 = 13;
 
 /// One of the CUDA libraries gmprt loads.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::cuda::libs::{paths_in_maps, CudaLib};
+///
+/// let maps = "7f00-7f10 r-xp 0 08:01 12 /usr/lib/libcublasLt.so.13.1.0\n\
+///             7f20-7f30 r-xp 0 08:01 13 /usr/lib/libcublas.so.13.1.0\n";
+/// // Each variant finds only its own file (`libcublasLt` is not `libcublas`).
+/// assert_eq!(paths_in_maps(maps, CudaLib::Cublas).len(), 1);
+/// assert!(paths_in_maps(maps, CudaLib::Nvrtc).is_empty());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CudaLib {
     /// The driver, `libcuda.so` (from the NVIDIA driver, not the toolkit).
@@ -47,6 +70,15 @@ pub enum CudaLib {
 
 impl CudaLib {
     /// The library's file-name stem: `libcuda`, `libnvrtc`, `libcublas`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::libs::CudaLib;
+    ///
+    /// let stems: Vec<&str> = [CudaLib::Driver, CudaLib::Nvrtc, CudaLib::Cublas].map(CudaLib::stem).into();
+    /// assert_eq!(stems, ["libcuda", "libnvrtc", "libcublas"]);
+    /// ```
     pub fn stem(self) -> &'static str {
         match self {
             CudaLib::Driver => "libcuda",
@@ -57,6 +89,24 @@ impl CudaLib {
 }
 
 /// A CUDA library this process loaded.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::cuda::libs::{verify, CudaLib};
+/// use gmprt_offload::LoadedLib;
+/// use std::path::PathBuf;
+///
+/// let path = PathBuf::from("/opt/cuda/lib64/libnvrtc.so.13.0.88");
+/// let lib: LoadedLib = verify(CudaLib::Nvrtc, &[path.clone()], 13, "13.0").unwrap();
+/// assert_eq!(lib.name, "libnvrtc");
+/// assert_eq!(lib.path, Some(path));
+/// assert_eq!(lib.file_version.as_deref(), Some("13.0.88"));
+/// assert_eq!(lib.to_string(), "libnvrtc 13.0 (/opt/cuda/lib64/libnvrtc.so.13.0.88)");
+/// // Not found in the maps: the path is unknown, the version still reported.
+/// let unknown = verify(CudaLib::Nvrtc, &[], 13, "13.0").unwrap();
+/// assert_eq!(unknown.to_string(), "libnvrtc 13.0 (path unknown)");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadedLib {
     /// `libcuda`, `libnvrtc` or `libcublas`.
@@ -83,6 +133,26 @@ impl std::fmt::Display for LoadedLib {
 
 /// The distinct paths in `maps` (the text of `/proc/<pid>/maps`) whose file name is
 /// `<stem>.so` or `<stem>.so.<anything>` for `lib`, in order of first appearance.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::cuda::libs::{paths_in_maps, CudaLib};
+/// use std::path::PathBuf;
+///
+/// let maps = "\
+/// 7f00-7f10 r--p 00000000 08:01 11 /usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05
+/// 7f10-7f20 r-xp 00010000 08:01 11 /usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05
+/// 7f30-7f40 r-xp 00000000 08:01 12 /opt/my cuda/lib64/libnvrtc.so.13.0.88 (deleted)
+/// 7f50-7f60 r-xp 00000000 08:01 14 /opt/my cuda/lib64/libnvrtc-builtins.so.13.0
+/// 7f70-7f80 rw-p 00000000 00:00 0
+/// ";
+/// // One entry per distinct path, even when mapped several times.
+/// assert_eq!(paths_in_maps(maps, CudaLib::Driver), [PathBuf::from("/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05")]);
+/// // Spaces in the path are kept, " (deleted)" is dropped, libnvrtc-builtins is not libnvrtc.
+/// assert_eq!(paths_in_maps(maps, CudaLib::Nvrtc), [PathBuf::from("/opt/my cuda/lib64/libnvrtc.so.13.0.88")]);
+/// assert!(paths_in_maps(maps, CudaLib::Cublas).is_empty());
+/// ```
 pub fn paths_in_maps(maps: &str, lib: CudaLib) -> Vec<PathBuf> {
     let so = format!("{}.so", lib.stem());
     let mut out: Vec<PathBuf> = Vec::new();
@@ -110,11 +180,35 @@ pub fn paths_in_maps(maps: &str, lib: CudaLib) -> Vec<PathBuf> {
 }
 
 /// Whether `path` is a link-time stub: a `stubs` directory anywhere in it.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::cuda::libs::is_stub;
+/// use std::path::Path;
+///
+/// assert!(is_stub(Path::new("/usr/local/cuda/lib64/stubs/libcuda.so")));
+/// assert!(!is_stub(Path::new("/usr/lib/x86_64-linux-gnu/libcuda.so.1")));
+/// // A whole component only: a directory merely named like it is not a stub.
+/// assert!(!is_stub(Path::new("/opt/stubsless/libcuda.so.1")));
+/// ```
 pub fn is_stub(path: &Path) -> bool {
     path.components().any(|c| c.as_os_str() == "stubs")
 }
 
 /// The version suffix after `.so.` in the file name (`libnvrtc.so.13.0.88` → `13.0.88`).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::cuda::libs::file_version;
+/// use std::path::Path;
+///
+/// assert_eq!(file_version(Path::new("/lib/libcuda.so.580.95.05")).as_deref(), Some("580.95.05"));
+/// // No suffix, or an empty one: None.
+/// assert_eq!(file_version(Path::new("/lib/libnvrtc.so")), None);
+/// assert_eq!(file_version(Path::new("/lib/libnvrtc.so.")), None);
+/// ```
 pub fn file_version(path: &Path) -> Option<String> {
     let file = path.file_name()?.to_str()?;
     let (_, v) = file.split_once(".so.")?;
@@ -122,6 +216,18 @@ pub fn file_version(path: &Path) -> Option<String> {
 }
 
 /// The major number of the file's version suffix (`libcublas.so.12.4.5` → 12).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::cuda::libs::file_major;
+/// use std::path::Path;
+///
+/// assert_eq!(file_major(Path::new("/usr/lib/libcublas.so.12.4.5")), Some(12));
+/// assert_eq!(file_major(Path::new("/usr/lib/libcublas.so")), None);
+/// // A suffix that does not start with a number has no major.
+/// assert_eq!(file_major(Path::new("/usr/lib/libcublas.so.x1")), None);
+/// ```
 pub fn file_major(path: &Path) -> Option<u32> {
     file_version(path)?.split('.').next()?.parse().ok()
 }
@@ -133,6 +239,29 @@ pub fn file_major(path: &Path) -> Option<u32> {
 /// Refused: any path under a `stubs` directory; for NVRTC and cuBLAS, a reported major or a
 /// file-name major other than [`EXPECTED_CUDA_MAJOR`]; for the driver, a reported major below
 /// it (the driver's file suffix is the driver release, e.g. 580, and is not compared).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::cuda::libs::{verify, CudaLib};
+/// use std::path::PathBuf;
+///
+/// // The driver's suffix is its release, not a CUDA major: accepted.
+/// let driver = [PathBuf::from("/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05")];
+/// assert_eq!(verify(CudaLib::Driver, &driver, 13, "13.0").unwrap().version, "13.0");
+/// // ...but a driver older than CUDA 13 is refused.
+/// let old = verify(CudaLib::Driver, &driver, 12, "12.4").unwrap_err();
+/// assert!(old.contains("supports CUDA 12.4") && old.contains("update the NVIDIA driver"), "{old}");
+/// // A stub is refused, naming its path.
+/// let stub = [PathBuf::from("/usr/local/cuda/lib64/stubs/libcuda.so")];
+/// let err = verify(CudaLib::Driver, &stub, 13, "13.0").unwrap_err();
+/// assert!(err.starts_with("libcuda loaded from a stub library /usr/local/cuda/lib64/stubs/libcuda.so"), "{err}");
+/// // cudarc's fallback to a CUDA 12 libnvrtc is an error that says how to fix it.
+/// let nvrtc12 = [PathBuf::from("/usr/lib/libnvrtc.so.12")];
+/// let err = verify(CudaLib::Nvrtc, &nvrtc12, 12, "12.4").unwrap_err();
+/// assert!(err.starts_with("libnvrtc 12.4 was loaded (/usr/lib/libnvrtc.so.12)"), "{err}");
+/// assert!(err.contains("libnvrtc.so.13") && err.contains("LD_LIBRARY_PATH"), "{err}");
+/// ```
 pub fn verify(lib: CudaLib, paths: &[PathBuf], major: u32, version: &str) -> Result<LoadedLib, String> {
     let name = lib.stem();
     let fix = match lib {
@@ -199,6 +328,27 @@ pub(crate) fn check_loaded(lib: CudaLib, major: u32, version: &str) -> Result<Lo
 /// The CUDA libraries this process loaded and checked so far (driver after
 /// [`probe`](super::probe), NVRTC after the first compile or [`nvrtc::available`](super::nvrtc::available),
 /// cuBLAS after the first handle), each with its full path and version.
+///
+/// # Examples
+///
+/// Runs with or without a GPU: where a library is missing it is simply not in the list.
+///
+/// ```
+/// use gmprt_offload::cuda::{self, nvrtc};
+/// use gmprt_offload::loaded_libraries;
+///
+/// let gpu = cuda::probe(0).is_ok();
+/// let nvrtc_ok = nvrtc::available().is_ok();
+/// let libs = loaded_libraries();
+/// let has = |name: &str| libs.iter().any(|l| l.name == name);
+/// // A usable driver or NVRTC was checked and recorded on the way.
+/// assert!(!gpu || has("libcuda"));
+/// assert!(!nvrtc_ok || has("libnvrtc"));
+/// for lib in &libs {
+///     assert!(["libcuda", "libnvrtc", "libcublas"].contains(&lib.name));
+///     assert!(lib.to_string().starts_with(lib.name));
+/// }
+/// ```
 pub fn loaded_libraries() -> Vec<LoadedLib> {
     LOADED.lock().clone()
 }

@@ -30,6 +30,27 @@ use std::time::{Duration, Instant};
 
 /// Launch-overhead figures of one device (see [`CudaBackend::launch_costs`]); each is a mean
 /// over `launches`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::{LaunchCosts, SyncMode};
+/// use std::time::Duration;
+///
+/// let costs = LaunchCosts {
+///     launches: 1000,
+///     enqueue: Duration::from_nanos(2_500),
+///     empty_kernel: Duration::from_nanos(1_250),
+///     launch_sync_spin: Duration::from_micros(8),
+///     launch_sync_blocking: Duration::from_micros(15),
+///     sync_mode: SyncMode::Auto,
+/// };
+/// assert_eq!(
+///     costs.to_string(),
+///     "enqueue 2.50 µs, empty kernel 1.25 µs, launch+sync spin 8.00 µs / blocking 15.00 µs \
+///      (means of 1000 launches; sync mode auto)"
+/// );
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LaunchCosts {
     /// Launches per figure.
@@ -108,7 +129,34 @@ impl CudaBackend {
     /// 100 000; ~1000 is plenty — beyond the driver's launch queue, about a thousand pending
     /// launches, `cuLaunchKernel` waits for room and the enqueue figure includes that wait). Compiles the calibration module first if needed (outside
     /// every timing). Must not run beside timed work: it switches the context's sync flag for
-    /// a moment.
+    /// a moment. `launches` out of range is `Err(Config)`.
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped);
+    /// with a GPU, the empty kernel needs NVRTC:
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::{nvrtc, CudaBackend};
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => {
+    ///         let err = gpu.launch_costs(0).unwrap_err();
+    ///         assert!(err.to_string().contains("launches must be in 1..=100000, got 0"), "{err}");
+    ///         match gpu.launch_costs(100) {
+    ///             Ok(costs) => {
+    ///                 assert_eq!((costs.launches, costs.sync_mode), (100, gpu.sync_mode()));
+    ///                 // The context's flag is restored afterwards.
+    ///                 assert_eq!(gpu.effective_sync_mode().unwrap(), Some(gpu.sync_mode()));
+    ///             }
+    ///             Err(e) => assert!(nvrtc::available().is_err(), "{e}"),
+    ///         }
+    ///     }
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn launch_costs(&self, launches: usize) -> Result<LaunchCosts, OffloadError> {
         if !(1..=100_000).contains(&launches) {
             return Err(OffloadError::Config(format!(

@@ -66,6 +66,26 @@ pub use sync::{SyncMode, SYNC_ENV};
 /// and version are logged once), driver init, at least `ordinal + 1` devices. `Err` carries
 /// the reason in plain words ("no libcuda.so", "libcuda loaded from a stub library ...",
 /// "no CUDA device", ...).
+///
+/// # Examples
+///
+/// Runs with or without a GPU; [`CudaBackend::new`] agrees with it:
+///
+/// ```
+/// use gmprt_offload::cuda::{probe, CudaBackend};
+/// use gmprt_offload::OffloadError;
+///
+/// match probe(0) {
+///     Ok(()) => assert!(CudaBackend::new(0).is_ok()),
+///     // No GPU here (CI): e.g. "no libcuda.so (CUDA driver library not found)".
+///     Err(reason) => {
+///         assert!(!reason.is_empty());
+///         assert_eq!(CudaBackend::new(0).unwrap_err(), OffloadError::NoDevice { reason });
+///     }
+/// }
+/// // No machine has this many devices.
+/// assert!(probe(usize::MAX).is_err());
+/// ```
 pub fn probe(ordinal: usize) -> Result<(), String> {
     // SAFETY: `is_culib_present` only tries to dlopen the candidate library names and drops
     // what it opened; no precondition. It must come before any other driver call, because
@@ -120,6 +140,26 @@ pub(crate) fn driver_err(op: impl Into<String>, e: DriverError) -> OffloadError 
 /// timed span: [`CudaBackend::warm_up`] (called by every slot's creation, and by
 /// [`Device::warm_up`](crate::Device::warm_up)) compiles and loads every module and creates
 /// cuBLAS handles before any event is recorded, so no [`PhaseTimes`] ever contains them.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::FirstUse;
+/// use std::time::Duration;
+///
+/// assert_eq!(FirstUse::default().modules, 0);
+/// let paid = FirstUse {
+///     nvrtc_compile: Duration::from_millis(120),
+///     module_load: Duration::from_micros(4500),
+///     modules: 4,
+///     cublas_handle: Duration::from_millis(30),
+///     cublas_handles: 1,
+/// };
+/// assert_eq!(
+///     paid.to_string(),
+///     "first use: NVRTC compile 120.0 ms + module load 4.5 ms (4 modules), cuBLAS handles 30.0 ms (1)"
+/// );
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FirstUse {
     /// NVRTC compile time, summed over the modules compiled so far.
@@ -193,6 +233,26 @@ impl Drop for Inner {
 
 /// One CUDA device: context, NVRTC-compiled modules (cached per device architecture),
 /// cuBLAS handle. Implements [`Backend`]. Cloning is cheap and shares everything.
+///
+/// # Examples
+///
+/// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+///
+/// ```
+/// use gmprt_offload::cuda::CudaBackend;
+/// use gmprt_offload::{Backend, OffloadError};
+///
+/// match CudaBackend::new(0) {
+///     Ok(gpu) => {
+///         // One line naming the device, e.g. "cuda:0 NVIDIA H100 ... (sm_90, driver 13.0, sync auto; ...)".
+///         let line = gpu.describe();
+///         assert!(line.starts_with(&format!("cuda:0 {} (sm_", gpu.name())), "{line}");
+///         assert!(line.contains(&format!("sync {}", gpu.sync_mode())), "{line}");
+///     }
+///     // No GPU here (CI): nothing opened, the reason in the error.
+///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+/// }
+/// ```
 #[derive(Clone)]
 pub struct CudaBackend {
     pub(crate) inner: Arc<Inner>,
@@ -206,13 +266,52 @@ impl std::fmt::Debug for CudaBackend {
 
 impl CudaBackend {
     /// Opens device `ordinal` after [`probe`], with the sync mode of `GMPRT_CUDA_SYNC`
-    /// (`Err(Config)` on a bad value); never panics.
+    /// (`Err(Config)` on a bad value, checked first); never panics.
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU:
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::{probe, CudaBackend, SYNC_ENV};
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => assert_eq!(gpu.ordinal(), 0),
+    ///     // No GPU here (CI): the reason is probe's.
+    ///     Err(e) => assert_eq!(e, OffloadError::NoDevice { reason: probe(0).unwrap_err() }),
+    /// }
+    /// // A bad GMPRT_CUDA_SYNC is refused before any device is looked at.
+    /// std::env::set_var(SYNC_ENV, "often");
+    /// match CudaBackend::new(0) {
+    ///     Err(OffloadError::Config(m)) => assert!(m.contains("got `often`"), "{m}"),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// ```
     pub fn new(ordinal: usize) -> Result<CudaBackend, OffloadError> {
         CudaBackend::with_sync(ordinal, SyncMode::from_env()?)
     }
 
     /// Opens device `ordinal` after [`probe`], its primary context set to `sync` (see
     /// [`sync`]) before it is retained; never panics.
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::{OffloadError, SyncMode};
+    ///
+    /// match CudaBackend::with_sync(0, SyncMode::Blocking) {
+    ///     Ok(gpu) => {
+    ///         assert_eq!(gpu.sync_mode(), SyncMode::Blocking);
+    ///         assert_eq!(gpu.effective_sync_mode().unwrap(), Some(SyncMode::Blocking));
+    ///     }
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn with_sync(ordinal: usize, sync: SyncMode) -> Result<CudaBackend, OffloadError> {
         probe(ordinal).map_err(|reason| OffloadError::NoDevice { reason })?;
         let dev_ordinal = i32::try_from(ordinal)
@@ -268,22 +367,107 @@ impl CudaBackend {
         })
     }
     /// Device name, e.g. `NVIDIA H200`.
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => {
+    ///         assert!(!gpu.name().is_empty());
+    ///         assert!(format!("{gpu:?}").contains(gpu.name())); // `Debug` is the device's line
+    ///     }
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn name(&self) -> &str {
         &self.inner.name
     }
     /// Compute capability (major, minor).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => {
+    ///         let (major, minor) = gpu.compute_capability();
+    ///         assert!(major >= 5 && minor >= 0);
+    ///         let sm = format!("sm_{major}{minor}");
+    ///         assert!(format!("{gpu:?}").contains(&sm));
+    ///     }
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn compute_capability(&self) -> (i32, i32) {
         self.inner.cc
     }
     /// Driver version as reported by `cuDriverGetVersion` (e.g. 13000).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     // A driver older than CUDA 13 is refused when the backend is opened.
+    ///     Ok(gpu) => assert!(gpu.driver_version() >= 13000),
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn driver_version(&self) -> i32 {
         self.inner.driver
     }
     /// The sync mode asked for at creation (`GMPRT_CUDA_SYNC`).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::{OffloadError, SyncMode};
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => assert_eq!(gpu.sync_mode(), SyncMode::from_env().unwrap()),
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn sync_mode(&self) -> SyncMode {
         self.inner.sync
     }
     /// The sync mode the context runs with now (`cuCtxGetFlags`).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     // Set at creation: the context runs with the mode asked for.
+    ///     Ok(gpu) => assert_eq!(gpu.effective_sync_mode().unwrap(), Some(gpu.sync_mode())),
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn effective_sync_mode(&self) -> Result<Option<SyncMode>, OffloadError> {
         self.inner.ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
         let mut flags = 0;
@@ -295,6 +479,27 @@ impl CudaBackend {
         Ok(SyncMode::from_ctx_flags(flags))
     }
     /// First-use costs paid so far (see [`FirstUse`]).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => {
+    ///         // Nothing compiled yet on a fresh backend of a fresh process.
+    ///         assert_eq!(gpu.first_use().modules, 0);
+    ///         if gpu.warm_up().is_ok() {
+    ///             assert_eq!(gpu.first_use().modules as usize, gmprt_offload::kernels::cuda::ALL.len());
+    ///         }
+    ///     }
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn first_use(&self) -> FirstUse {
         *self.inner.first_use.lock()
     }
@@ -303,6 +508,28 @@ impl CudaBackend {
     /// creates the cuBLAS handle of the utility stream (the one-shot operations' stream) when
     /// cuBLAS is usable. Cheap after the first call (cached look-ups). Returns the costs paid
     /// so far. A missing or refused cuBLAS is not an error here (a GEMM reports it).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped); with a GPU, `warm_up` needs NVRTC:
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::{nvrtc, CudaBackend};
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => match gpu.warm_up() {
+    ///         Ok(paid) => {
+    ///             assert_eq!(paid.modules as usize, gmprt_offload::kernels::cuda::ALL.len());
+    ///             // Cheap after the first call: nothing is compiled twice.
+    ///             assert_eq!(gpu.warm_up().unwrap().modules, paid.modules);
+    ///         }
+    ///         Err(e) => assert!(nvrtc::available().is_err(), "{e}"),
+    ///     },
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn warm_up(&self) -> Result<FirstUse, OffloadError> {
         self.warm_modules()?;
         let util = self.util_stream()?;
@@ -352,20 +579,98 @@ impl CudaBackend {
         Ok(())
     }
     /// Device ordinal.
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => {
+    ///         assert_eq!(gpu.ordinal(), 0);
+    ///         assert!(format!("{gpu:?}").starts_with("cuda:0 "));
+    ///     }
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn ordinal(&self) -> usize {
         self.inner.ordinal
     }
     /// Number of streaming multiprocessors.
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     // The grid cap of every launch scales with it.
+    ///     Ok(gpu) => assert!(gpu.sm_count() >= 1),
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn sm_count(&self) -> u32 {
         self.inner.sms
     }
     /// The context (event tracking disabled: whoever allocates on it must follow the
     /// ordering rules in the module docs).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => {
+    ///         // One context per backend, shared by its clones.
+    ///         assert!(std::sync::Arc::ptr_eq(gpu.context(), gpu.clone().context()));
+    ///         assert_eq!(gpu.context().ordinal(), gpu.ordinal());
+    ///     }
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.inner.ctx
     }
     /// `function` of `src`, compiling the module with NVRTC for this device's architecture
     /// on first use (cached).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped); with a GPU, compiling needs NVRTC:
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::{nvrtc, CudaBackend};
+    /// use gmprt_offload::kernels::cuda::{FN_SAXPY, SAXPY};
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => match gpu.function(&SAXPY, FN_SAXPY) {
+    ///         Ok(_) => {
+    ///             assert_eq!(gpu.first_use().modules, 1);
+    ///             gpu.function(&SAXPY, FN_SAXPY).unwrap(); // cached: not compiled again
+    ///             assert_eq!(gpu.first_use().modules, 1);
+    ///             let err = gpu.function(&SAXPY, "no_such_kernel").unwrap_err();
+    ///             assert!(err.to_string().contains("cuModuleGetFunction no_such_kernel (module saxpy)"), "{err}");
+    ///         }
+    ///         Err(e) => assert!(nvrtc::available().is_err(), "{e}"),
+    ///     },
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn function(&self, src: &CudaSource, function: &str) -> Result<CudaFunction, OffloadError> {
         // One lock for lookup and compile: a source is compiled once even when two slots ask
         // for it at the same time. Compiles happen once per source per device, so holding the
@@ -472,6 +777,46 @@ impl Backend for CudaBackend {
 }
 
 /// What a [`CudaJob`] gets to enqueue its launch on a CUDA slot.
+///
+/// # Examples
+///
+/// A job that copies its input words to its output with the context's stream and buffers
+/// (a device-to-device copy, no kernel). It runs on the Host slot everywhere, and on a CUDA
+/// slot too where a GPU is usable (skipped without one, so this passes on CI):
+///
+/// ```
+/// use gmprt_offload::cuda::{CudaBackend, CudaJob, LaunchCtx};
+/// use gmprt_offload::{Backend, Device, Job, OffloadError, Phases};
+///
+/// struct Copy;
+/// impl Job for Copy {
+///     fn name(&self) -> &'static str { "copy" }
+///     fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
+///         output[..n].copy_from_slice(&input[..n]);
+///         Ok(())
+///     }
+/// }
+/// impl CudaJob for Copy {
+///     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
+///         let (src, mut dst) = (ctx.input.slice(..n), ctx.output.slice_mut(..n));
+///         ctx.stream.memcpy_dtod(&src, &mut dst).map_err(|e| OffloadError::Driver {
+///             op: format!("cuMemcpyDtoDAsync on {}", ctx.backend.name()),
+///             msg: e.to_string(),
+///         })
+///     }
+/// }
+///
+/// let run_on = |backend: &dyn Backend| {
+///     let mut slot = backend.new_slot(3, 3).unwrap();
+///     slot.staging_in().copy_from_slice(&[7, 8, 9]);
+///     slot.run(&Copy, 3, 3, 3, Phases::ALL).unwrap();
+///     slot.staging_out().to_vec()
+/// };
+/// assert_eq!(run_on(Device::host().backend()), [7, 8, 9]);
+/// if let Ok(gpu) = CudaBackend::new(0) {
+///     assert_eq!(run_on(&gpu), [7, 8, 9]);
+/// }
+/// ```
 pub struct LaunchCtx<'a> {
     /// The slot's stream; launches go here.
     pub stream: &'a Arc<CudaStream>,
@@ -487,6 +832,39 @@ pub struct LaunchCtx<'a> {
 /// (Host and simulated slots call [`Job::run_host`](crate::Job::run_host), a CUDA slot
 /// [`launch_cuda`](CudaJob::launch_cuda)). A job with no CUDA kernel returns an error from
 /// `launch_cuda`.
+///
+/// # Examples
+///
+/// A host-only job: its CUDA side says so. It runs on the Host slot; on a CUDA slot (where a
+/// GPU is usable; skipped without one, so this passes on CI) its batch fails with that error.
+///
+/// ```
+/// use gmprt_offload::cuda::{CudaBackend, CudaJob, LaunchCtx};
+/// use gmprt_offload::{Backend, Device, Job, OffloadError, Phases};
+///
+/// struct Count;
+/// impl Job for Count {
+///     fn name(&self) -> &'static str { "count" }
+///     fn run_host(&self, n: usize, _input: &[u32], output: &mut [u32]) -> Result<(), String> {
+///         (0..n).for_each(|i| output[i] = i as u32);
+///         Ok(())
+///     }
+/// }
+/// impl CudaJob for Count {
+///     fn launch_cuda(&self, _ctx: &mut LaunchCtx<'_>, _n: usize) -> Result<(), OffloadError> {
+///         Err(OffloadError::Config("count has no CUDA kernel".into()))
+///     }
+/// }
+///
+/// let mut slot = Device::host().backend().new_slot(0, 4).unwrap();
+/// slot.run(&Count, 4, 0, 4, Phases::ALL).unwrap();
+/// assert_eq!(slot.staging_out(), [0, 1, 2, 3]);
+/// if let Ok(gpu) = CudaBackend::new(0) {
+///     let mut slot = gpu.new_slot(0, 4).unwrap();
+///     let err = slot.run(&Count, 4, 0, 4, Phases::ALL).unwrap_err();
+///     assert_eq!(err, OffloadError::Config("count has no CUDA kernel".into()));
+/// }
+/// ```
 pub trait CudaJob: crate::Job {
     /// Enqueues the computation of `n` items on `ctx`'s stream, reading `ctx`'s input buffer
     /// and writing its output buffer. Must not synchronise.

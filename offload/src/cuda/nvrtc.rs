@@ -28,6 +28,25 @@ use std::sync::OnceLock;
 /// with `no libnvrtc`), a stub, or another CUDA major than 13 (cudarc's silent fallback to
 /// `libnvrtc.so.12`/`.11`; see [`super::libs`]). Checked once per process; the library's path
 /// and version are logged and kept for [`super::loaded_libraries`].
+///
+/// # Examples
+///
+/// Runs with or without NVRTC (CI has none): absent is an `Err` that says so.
+///
+/// ```
+/// use gmprt_offload::cuda::nvrtc;
+///
+/// match nvrtc::available() {
+///     Ok(()) => assert_eq!(nvrtc::version().unwrap().0, 13),
+///     Err(why) => assert!(
+///         ["no libnvrtc", "libnvrtc loaded from a stub", "libnvrtc loads but"].iter().any(|p| why.starts_with(p))
+///             || why.contains("gmprt needs CUDA 13's libnvrtc"),
+///         "{why}"
+///     ),
+/// }
+/// // Checked once: asking again gives the same answer.
+/// assert_eq!(nvrtc::available(), nvrtc::available());
+/// ```
 pub fn available() -> Result<(), String> {
     static STATE: OnceLock<Result<(), String>> = OnceLock::new();
     STATE
@@ -52,7 +71,26 @@ pub fn available() -> Result<(), String> {
         .clone()
 }
 
-/// NVRTC's version `(major, minor)`, e.g. `(13, 0)`.
+/// NVRTC's version `(major, minor)`, e.g. `(13, 0)`; `Err(Driver)` with
+/// [`available`]'s reason when NVRTC cannot be used.
+///
+/// # Examples
+///
+/// Runs with or without NVRTC:
+///
+/// ```
+/// use gmprt_offload::cuda::nvrtc;
+/// use gmprt_offload::OffloadError;
+///
+/// match nvrtc::version() {
+///     Ok((major, _minor)) => assert_eq!(major, 13), // anything else is refused
+///     Err(OffloadError::Driver { op, msg }) => {
+///         assert_eq!(op, "nvrtcVersion");
+///         assert_eq!(Err(msg), nvrtc::available());
+///     }
+///     Err(other) => panic!("{other:?}"),
+/// }
+/// ```
 pub fn version() -> Result<(i32, i32), OffloadError> {
     available().map_err(|msg| OffloadError::Driver { op: "nvrtcVersion".into(), msg })?;
     let (mut major, mut minor) = (0, 0);
@@ -65,11 +103,33 @@ pub fn version() -> Result<(i32, i32), OffloadError> {
 
 /// The `--gpu-architecture` value for compute capability `(major, minor)`: `compute_90` for
 /// 9.0 (see the module docs for why the virtual architecture).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::cuda::nvrtc::arch_for;
+///
+/// assert_eq!(arch_for((9, 0)), "compute_90");
+/// assert_eq!(arch_for((10, 0)), "compute_100");
+/// ```
 pub fn arch_for(cc: (i32, i32)) -> String {
     format!("compute_{}{}", cc.0, cc.1)
 }
 
 /// The options every source is compiled with, for compute capability `cc`.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::cuda::nvrtc::options_for;
+/// use gmprt_offload::kernels::cuda::SAXPY;
+///
+/// let o = options_for(&SAXPY, (8, 0));
+/// // Accurate math, spelled out; no fast math.
+/// assert_eq!((o.ftz, o.prec_div, o.prec_sqrt, o.use_fast_math), (Some(false), Some(true), Some(true), None));
+/// assert_eq!(o.options, ["--gpu-architecture=compute_80", "--std=c++17"]);
+/// assert_eq!(o.name.as_deref(), Some("saxpy.cu"));
+/// ```
 pub fn options_for(src: &CudaSource, cc: (i32, i32)) -> CompileOptions {
     CompileOptions {
         ftz: Some(false),
@@ -82,7 +142,37 @@ pub fn options_for(src: &CudaSource, cc: (i32, i32)) -> CompileOptions {
 }
 
 /// Compiles `src` to PTX for compute capability `cc`. A compile error comes back as
-/// `OffloadError::Driver { op: "nvrtc compile <name>", msg: <NVRTC log> }`.
+/// `OffloadError::Driver { op: "nvrtc compile <name>", msg: <NVRTC log> }`; without a
+/// usable NVRTC, the same `op` with [`available`]'s reason. Needs no GPU.
+///
+/// # Examples
+///
+/// Runs with or without NVRTC:
+///
+/// ```
+/// use gmprt_offload::cuda::nvrtc;
+/// use gmprt_offload::kernels::cuda::{CudaSource, FN_SAXPY, SAXPY};
+/// use gmprt_offload::OffloadError;
+///
+/// match nvrtc::compile(&SAXPY, (9, 0)) {
+///     // With NVRTC: PTX for the virtual architecture, defining the kernel.
+///     Ok(ptx) => {
+///         let text = ptx.to_src();
+///         assert!(text.contains(".target sm_90") && text.contains(FN_SAXPY));
+///     }
+///     // Without: the error names the source and says why.
+///     Err(OffloadError::Driver { op, msg }) => {
+///         assert_eq!(op, "nvrtc compile saxpy");
+///         assert_eq!(Err(msg), nvrtc::available());
+///     }
+///     Err(other) => panic!("{other:?}"),
+/// }
+/// // A broken source: NVRTC's log (with NVRTC), or the same "why not" (without).
+/// let bad = CudaSource { name: "bad", src: "__global__ void f() { undeclared = 1; }", functions: &["f"] };
+/// let err = nvrtc::compile(&bad, (9, 0)).unwrap_err().to_string();
+/// assert!(err.starts_with("CUDA call failed: nvrtc compile bad: "), "{err}");
+/// assert!(nvrtc::available().is_err() || err.contains("undeclared"), "{err}");
+/// ```
 pub fn compile(src: &CudaSource, cc: (i32, i32)) -> Result<Ptx, OffloadError> {
     let op = format!("nvrtc compile {}", src.name);
     available().map_err(|msg| OffloadError::Driver { op: op.clone(), msg })?;

@@ -53,7 +53,34 @@ impl CudaBackend {
     }
 
     /// C = A·B (row-major, m×k by k×n) through cuBLAS: uploads, runs, downloads; returns
-    /// event-timed phases.
+    /// event-timed phases. Shapes are checked first (`Err(Kernel(Shape))` naming `a`, `b` or
+    /// `c`); an empty `c` or `k = 0` needs no device work.
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::CudaBackend;
+    /// use gmprt_offload::kernels::KernelError;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => {
+    ///         let (a, b) = ([1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [1.0f32, 0.0, 0.0, 1.0, 1.0, 1.0]);
+    ///         let mut c = [0.0f32; 4]; // (2×3)·(3×2)
+    ///         match gpu.sgemm(2, 2, 3, &a, &b, &mut c) {
+    ///             Ok(_times) => assert_eq!(c, [4.0, 5.0, 10.0, 11.0]),
+    ///             Err(e) => assert!(e.to_string().contains("cublas"), "{e}"), // no usable cuBLAS
+    ///         }
+    ///         // A wrong shape is refused before any device work.
+    ///         let err = gpu.sgemm(2, 2, 3, &a[..5], &b, &mut c).unwrap_err();
+    ///         assert_eq!(err, OffloadError::Kernel(KernelError::Shape { what: "a", expected: 6, got: 5 }));
+    ///     }
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn sgemm(
         &self,
         m: usize,
@@ -103,6 +130,27 @@ impl CudaBackend {
 
     /// π hits over `blocks` Philox blocks from `seed` (same stream as
     /// `gmprt_kernels::monte_carlo::pi_hits(seed, 0, blocks)`), with the kernel's time.
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped);
+    /// with a GPU, the kernel needs NVRTC:
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::{nvrtc, CudaBackend};
+    /// use gmprt_offload::kernels::monte_carlo;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => match gpu.pi_hits(7, 1024) {
+    ///         // Integer math: exactly the CPU's count.
+    ///         Ok((hits, _times)) => assert_eq!(hits, monte_carlo::pi_hits(7, 0, 1024)),
+    ///         Err(e) => assert!(nvrtc::available().is_err(), "{e}"),
+    ///     },
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn pi_hits(&self, seed: u64, blocks: u64) -> Result<(u64, PhaseTimes), OffloadError> {
         if blocks == 0 {
             return Ok((0, PhaseTimes::default()));
@@ -132,6 +180,32 @@ impl CudaBackend {
 
     /// Monte Carlo option path sums (as `gmprt_kernels::monte_carlo::option_paths_sum(seed,
     /// c, 0, blocks)`), with the kernel's time.
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped);
+    /// with a GPU, the kernel needs NVRTC:
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::{nvrtc, CudaBackend};
+    /// use gmprt_offload::kernels::black_scholes::{Contract, OptionKind};
+    /// use gmprt_offload::kernels::monte_carlo;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// let c = Contract { spot: 100.0, strike: 100.0, t: 1.0, rate: 0.05, vol: 0.2, kind: OptionKind::Call };
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => match gpu.option_paths_sum(3, &c, 1024) {
+    ///         // The same paths as the CPU; sums agree to float rounding.
+    ///         Ok(((sum, _sum_sq), _times)) => {
+    ///             let (cpu, _) = monte_carlo::option_paths_sum(3, &c, 0, 1024);
+    ///             assert!((sum - cpu).abs() < 1e-4 * cpu, "{sum} vs {cpu}");
+    ///         }
+    ///         Err(e) => assert!(nvrtc::available().is_err(), "{e}"),
+    ///     },
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn option_paths_sum(
         &self,
         seed: u64,

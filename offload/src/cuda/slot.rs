@@ -37,6 +37,33 @@ use gmprt_kernels::KernelError;
 use std::sync::Arc;
 
 /// A CUDA [`Slot`]: stream, pinned staging, device buffers, four timing events.
+///
+/// # Examples
+///
+/// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped); with
+/// a GPU, the SAXPY kernel needs NVRTC:
+///
+/// ```
+/// use gmprt_offload::cuda::{nvrtc, CudaBackend, CudaSlot};
+/// use gmprt_offload::{OffloadError, Phases, Saxpy, Slot};
+///
+/// match CudaBackend::new(0) {
+///     Ok(gpu) if nvrtc::available().is_ok() => {
+///         let mut slot = CudaSlot::new(gpu, 4, 2).unwrap();
+///         let words: Vec<u32> = [1.0f32, 2.0, 10.0, 20.0].iter().map(|v| v.to_bits()).collect();
+///         slot.staging_in().copy_from_slice(&words); // x = [1, 2], y = [10, 20]
+///         slot.run(&Saxpy { a: 3.0 }, 2, 4, 2, Phases::ALL).unwrap();
+///         let out: Vec<f32> = slot.staging_out().iter().map(|w| f32::from_bits(*w)).collect();
+///         assert_eq!(out, [13.0, 26.0]);
+///         // A run larger than the buffers is refused before anything is enqueued.
+///         let err = slot.run(&Saxpy { a: 3.0 }, 4, 8, 4, Phases::ALL).unwrap_err();
+///         assert!(err.to_string().contains("slot input buffer"), "{err}");
+///     }
+///     Ok(_) => {} // a GPU without NVRTC: no kernel to run
+///     // No GPU here (CI): nothing opened, the reason in the error.
+///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+/// }
+/// ```
 pub struct CudaSlot {
     backend: CudaBackend,
     stream: Arc<CudaStream>,
@@ -69,6 +96,29 @@ impl CudaSlot {
     /// this slot's stream gets its cuBLAS handle now when cuBLAS is usable (a missing or
     /// refused cuBLAS fails only a GEMM job, with the reason). The costs are counted in
     /// [`CudaBackend::first_use`](super::CudaBackend::first_use).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::{nvrtc, CudaBackend, CudaSlot};
+    /// use gmprt_offload::kernels::cuda::ALL;
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => {
+    ///         let slot = CudaSlot::new(gpu.clone(), 1024, 512).unwrap();
+    ///         assert_eq!(slot.capacity(), (1024, 512));
+    ///         // Warm-up happened here, not in a run: every module compiled (with NVRTC).
+    ///         if nvrtc::available().is_ok() {
+    ///             assert_eq!(gpu.first_use().modules as usize, ALL.len());
+    ///         }
+    ///     }
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn new(backend: CudaBackend, in_words: usize, out_words: usize) -> Result<CudaSlot, OffloadError> {
         let ctx = backend.context().clone();
         ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
@@ -143,12 +193,53 @@ impl CudaSlot {
         })
     }
 
-    /// The slot's stream.
+    /// The slot's stream (non-blocking, this slot's alone).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::{CudaBackend, CudaSlot};
+    /// use gmprt_offload::OffloadError;
+    /// use std::sync::Arc;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => {
+    ///         let (a, b) = (CudaSlot::new(gpu.clone(), 4, 4).unwrap(), CudaSlot::new(gpu.clone(), 4, 4).unwrap());
+    ///         // Two slots, two streams (so their copies and kernels can overlap), one context.
+    ///         assert_ne!(a.stream().cu_stream(), b.stream().cu_stream());
+    ///         assert!(Arc::ptr_eq(a.stream().context(), gpu.context()));
+    ///     }
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
     }
 
-    /// Input and output capacity in words.
+    /// Input and output capacity in words, as asked for (even 0; the allocations hold at
+    /// least one word).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::{CudaBackend, CudaSlot};
+    /// use gmprt_offload::{OffloadError, Slot};
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => {
+    ///         let mut slot = CudaSlot::new(gpu, 0, 6).unwrap();
+    ///         assert_eq!(slot.capacity(), (0, 6));
+    ///         assert_eq!((slot.staging_in().len(), slot.staging_out().len()), (0, 6));
+    ///     }
+    ///     // No GPU here (CI): nothing opened, the reason in the error.
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
     pub fn capacity(&self) -> (usize, usize) {
         (self.in_words, self.out_words)
     }
