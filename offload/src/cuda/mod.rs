@@ -137,9 +137,10 @@ pub(crate) fn driver_err(op: impl Into<String>, e: DriverError) -> OffloadError 
 }
 
 /// First-use costs of a [`CudaBackend`], paid once per process and device, outside every
-/// timed span: [`CudaBackend::warm_up`] (called by every slot's creation, and by
-/// [`Device::warm_up`](crate::Device::warm_up)) compiles and loads every module and creates
-/// cuBLAS handles before any event is recorded, so no [`PhaseTimes`] ever contains them.
+/// timed span: [`CudaBackend::warm_up`] (called by [`Device::warm_up`](crate::Device::warm_up))
+/// compiles and loads every module and creates the one-shot stream's cuBLAS handle; a slot's
+/// creation loads the modules too and creates its own stream's handle — all before any event
+/// is recorded, so no [`PhaseTimes`] ever contains them.
 ///
 /// # Examples
 ///
