@@ -21,7 +21,7 @@ impl<K: BatchKernel> Shared<K> {
         reserved: bool,
     ) -> Result<Piece<K::Output>, EnterError> {
         debug_assert!(item.is_some());
-        self.enter(central, 1, reserved, submitted, Out::One(None), |items| {
+        self.enter(central, 1, reserved, submitted, Out::One, |items| {
             items.push(item.take().expect("checked"))
         })
     }

@@ -3,7 +3,7 @@
 //! scatter of results to the waiting futures with the batch's timeline.
 use super::placement;
 use super::trace::Marks;
-use super::{BatchKernel, Out, Placement, Shared, Taken};
+use super::{BatchKernel, Out, Placement, Results, Shared, Taken};
 use crate::backend::{Phases, Slot};
 use crate::device::panic_message;
 use crate::error::OffloadError;
@@ -161,6 +161,9 @@ impl<K: BatchKernel> Shared<K> {
         let fail = |msg: String| OffloadError::Batch { batch: seq, kernel: kernel.name(), msg };
         let t_scatter = Instant::now();
         let mut failure = ex.result.as_ref().err().cloned();
+        // Per block, each entry's output cell (`submit` entries; `None` for a slice's piece,
+        // whose outputs go into its entry).
+        let mut cells: Vec<Vec<Mutex<Option<K::Output>>>> = taken.blocks.iter().map(|_| Vec::new()).collect();
         if failure.is_none() {
             let mut outs = ex.gathered.map(Vec::into_iter);
             let side = ex.side;
@@ -175,14 +178,18 @@ impl<K: BatchKernel> Shared<K> {
                     Some(it) => it.next(),
                     None => Some(kernel.gather(n, words, i)),
                 };
-                for (block, base) in &taken.blocks {
+                for ((block, base), cells) in taken.blocks.iter().zip(cells.iter_mut()) {
                     let mut st = block.state.lock();
                     let mut i = *base;
+                    cells.reserve_exact(st.entries.len());
                     for e in st.entries.iter_mut() {
-                        match &mut e.out {
-                            Out::One(o) => *o = next(i),
-                            Out::Many { len, outs } => outs.extend((i..i + *len).filter_map(&mut next)),
-                        }
+                        cells.push(Mutex::new(match &mut e.out {
+                            Out::One => next(i),
+                            Out::Many { len, outs } => {
+                                outs.extend((i..i + *len).filter_map(&mut next));
+                                None
+                            }
+                        }));
                         i += e.out.len();
                     }
                 }
@@ -233,7 +240,11 @@ impl<K: BatchKernel> Shared<K> {
             placement: ex.side,
             predicted: decision,
         });
-        for (block, _) in &taken.blocks {
+        for ((block, _), cells) in taken.blocks.iter().zip(cells) {
+            // The results first, then `done` under the lock: a future that finds `done` finds
+            // them; one that finds neither registers its waker, which this loop then takes.
+            let outs = if ok { cells.into_boxed_slice() } else { Box::default() };
+            let _first = block.results.set(Results { seq, failure: failure.clone(), outs });
             let mut st = block.state.lock();
             st.failure = failure.clone();
             st.done = true;

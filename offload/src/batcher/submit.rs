@@ -8,7 +8,7 @@
 //! it): `Batcher batch` with the batch's number, or `Batcher room` with the waiter's ticket
 //! while it waits for room (backpressure). Two relaxed stores into the task's header; the
 //! names are interned once per process.
-use super::{stage::Refused, Block, EnterError, Out, Shared};
+use super::{stage::Refused, Block, EnterError, Shared};
 use crate::error::OffloadError;
 use crate::jobs::BatchKernel;
 use gmprt_runtime::dump::ExternalWait;
@@ -124,32 +124,25 @@ impl<K: BatchKernel> Future for Submit<K> {
                     return Poll::Ready(Err(e));
                 }
                 SubmitState::Accepted { block, index } => {
-                    let mut st = block.state.lock();
-                    if !st.done {
-                        let seq = st.batch();
-                        let slot = &mut st.entries[*index].waker;
-                        match slot {
-                            Some(w) if w.will_wake(cx.waker()) => {}
-                            _ => *slot = Some(cx.waker().clone()),
-                        }
-                        external(false).waiting(seq);
-                        return Poll::Pending;
+                    // Published before `done`: no block lock once the batch has run.
+                    if let Some(r) = block.results.get() {
+                        let out = r.take(*index);
+                        this.state = SubmitState::Done;
+                        return Poll::Ready(out);
                     }
-                    let out = match &st.failure {
-                        Some(e) => Err(e.clone()),
-                        None => match &mut st.entries[*index].out {
-                            Out::One(o) => o.take(),
-                            Out::Many { .. } => None,
-                        }
-                        .ok_or_else(|| OffloadError::Batch {
-                            batch: st.batch(),
-                            kernel: "?",
-                            msg: "internal: result already taken".into(),
-                        }),
-                    };
-                    drop(st);
-                    this.state = SubmitState::Done;
-                    return Poll::Ready(out);
+                    let mut st = block.state.lock();
+                    if st.done {
+                        // The results were set before `done`: take them above.
+                        continue;
+                    }
+                    let seq = st.batch();
+                    let slot = &mut st.entries[*index].waker;
+                    match slot {
+                        Some(w) if w.will_wake(cx.waker()) => {}
+                        _ => *slot = Some(cx.waker().clone()),
+                    }
+                    external(false).waiting(seq);
+                    return Poll::Pending;
                 }
                 SubmitState::Waiting { shared, item, ticket, submitted } => {
                     // Popped by a worker (waiters leave in ticket order, so every ticket below
