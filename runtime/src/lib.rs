@@ -38,6 +38,7 @@ pub(crate) mod loom;
 pub mod loom_hooks;
 pub mod par;
 mod park;
+mod rlimit;
 mod runtime;
 pub(crate) mod sched;
 #[cfg(not(loom))]
@@ -52,6 +53,7 @@ mod yield_now;
 
 pub use crate::latency::LatencySummary;
 pub use crate::par::parallel_for;
+pub use crate::rlimit::{nofile_limit, NofileLimit};
 pub use crate::runtime::{BuildError, Builder, Handle, Runtime, SpawnError, DEFAULT_MAX_THREADS};
 pub use crate::sched::context::procid;
 pub use crate::sched::injectglist::injectglist;

@@ -219,7 +219,11 @@ impl Builder {
     }
 
     /// Starts the runtime: `procs` Ps and `procs` M threads (which park until there is work).
+    /// The first build in a process also raises the open-file soft limit to the hard one, as
+    /// Go does at start-up (see [`nofile_limit`](crate::nofile_limit)).
     pub fn build(self) -> Result<Runtime, BuildError> {
+        // Go's start-up raise of the open-file soft limit, once per process (`rlimit` module).
+        crate::rlimit::raise_nofile();
         let procs = match self.procs {
             Some(0) => return Err(BuildError::ZeroProcs { source: "Builder::procs" }),
             Some(n) => n,
