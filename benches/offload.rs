@@ -28,6 +28,10 @@ fn devices() -> Vec<Device> {
         Ok(d) => v.push(d),
         Err(e) => println!("offload bench: CUDA skipped: {e}"),
     }
+    // First-use costs (CUDA modules, the Host pool's threads) outside every timed run.
+    for d in &v {
+        d.warm_up().expect("device warm-up");
+    }
     v
 }
 
@@ -347,6 +351,7 @@ fn book(c: &mut Criterion) {
     let rt = common::gmprt_rt(procs);
     let chain: Vec<Contract> = synthetic_chain(MAX_N, 11);
     let dev = Device::host();
+    dev.warm_up().expect("host warm-up"); // the pool the bulk side runs on starts here, untimed
     let cfg = BatcherConfig {
         max_batch: MAX_N,
         max_delay: Duration::ZERO,

@@ -64,6 +64,8 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
     let (n, naive_max) = (args.n, args.naive_max);
     check_memory(n).unwrap_or_else(|e| fail(NAME, e));
     let device = Device::detect().unwrap_or_else(|e| fail("matmul_ladder: GMPRT_DEVICE", e));
+    // First-use costs (CUDA modules, the Host pool's threads) before anything is timed.
+    device.warm_up().unwrap_or_else(|e| fail("matmul_ladder: device warm-up", e));
     let rt = args.procs.gmprt().unwrap_or_else(|e| fail(NAME, e));
     let procs = rt.procs();
     println!("matmul_ladder: C = A·B, N = {n}, f32; {procs} procs; device {}", device.describe());

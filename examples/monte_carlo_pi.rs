@@ -64,6 +64,8 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
     // Counts of draws, not of storage: the work is cut into chunks, nothing is sized by them.
     let a = Draws { samples: args.samples as u64, paths: args.paths as u64, seed: args.seed as u64 };
     let device = Device::detect().unwrap_or_else(|e| fail("monte_carlo_pi: GMPRT_DEVICE", e));
+    // First-use costs (CUDA modules, the Host pool's threads) before anything is timed.
+    device.warm_up().unwrap_or_else(|e| fail("monte_carlo_pi: device warm-up", e));
     let rt = args.procs.gmprt().unwrap_or_else(|e| fail(NAME, e));
     let procs = rt.procs();
     println!("monte_carlo_pi: device {}; CPU side: gmprt, {procs} procs", device.describe());

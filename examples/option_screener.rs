@@ -128,6 +128,8 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
     let a: Args = common::parse_from(args);
     check_memory(a.n).unwrap_or_else(|e| fail(NAME, e));
     let device = Device::detect().unwrap_or_else(|e| fail("option_screener: GMPRT_DEVICE", e));
+    // First-use costs (CUDA modules, the Host pool's threads) before anything is timed.
+    device.warm_up().unwrap_or_else(|e| fail("option_screener: device warm-up", e));
     let rt = a.procs.gmprt().unwrap_or_else(|e| fail(NAME, e));
     let procs = rt.procs();
     let (n, seed) = (a.n, a.seed as u64);
