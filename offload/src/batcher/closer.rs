@@ -127,7 +127,7 @@ impl<K: BatchKernel> Shared<K> {
             closer_gone(self);
             return;
         };
-        let guard = Gone(Some(me));
+        let guard = Gone(me);
         // A refused spawn drops the future, whose guard does what a finished closer does.
         let _refused = rt.try_spawn(async move { guard.run().await });
     }
@@ -135,7 +135,7 @@ impl<K: BatchKernel> Shared<K> {
 
 /// Owns the closer's `Arc<Shared>`; its drop (the task finished or was cancelled, or its
 /// spawn refused) clears `started` and lets any worker waiting for a release go.
-struct Gone<K: BatchKernel>(Option<Arc<Shared<K>>>);
+struct Gone<K: BatchKernel>(Arc<Shared<K>>);
 
 /// The closer is gone (or never came): clear `started` and let every worker waiting for a
 /// release go (they re-check `holds()` under `central`).
@@ -149,7 +149,7 @@ fn closer_gone<K: BatchKernel>(shared: &Shared<K>) {
 impl<K: BatchKernel> Gone<K> {
     /// The closer's loop: park until armed, yield once, release; exit once closed.
     async fn run(&self) {
-        let Some(s) = &self.0 else { return };
+        let s = &self.0;
         loop {
             if !(WaitArmed { shared: s }).await {
                 return;
@@ -181,9 +181,7 @@ impl<K: BatchKernel> Gone<K> {
 
 impl<K: BatchKernel> Drop for Gone<K> {
     fn drop(&mut self) {
-        if let Some(s) = self.0.take() {
-            closer_gone(&s);
-        }
+        closer_gone(&self.0);
     }
 }
 

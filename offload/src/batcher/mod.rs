@@ -654,7 +654,7 @@ impl<K: BatchKernel> Batcher<K> {
         }
         let mut item = Some(item);
         let w = shared.stage.word();
-        if !w.closed() && (w.waiters() || w.open() + w.reserved() >= shared.config.max_batch) {
+        if !w.closed() && !w.has_room(1, shared.config.max_batch) {
             // No room now (the admission would refuse it): queue at the first poll without
             // touching the lane.
             return Submit {

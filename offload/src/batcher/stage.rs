@@ -91,6 +91,11 @@ impl Word {
     pub(super) fn closed(self) -> bool {
         self.0 & CLOSED != 0
     }
+    /// Whether step 1 admits `n` more items now (open, nobody queued, room left). The one
+    /// rule for the CAS in [`Stage::admit`] and for `submit`'s look before it.
+    pub(super) fn has_room(self, n: usize, max_batch: usize) -> bool {
+        !self.closed() && !self.waiters() && self.open() + self.reserved() + n <= max_batch
+    }
 }
 
 /// Why an entry was refused.
@@ -171,10 +176,7 @@ impl<I, O> Stage<I, O> {
                 debug_assert!(s.reserved() >= 1, "entering with a reservation that is not counted");
                 return Some(w - RESERVED_ONE + 1);
             }
-            if s.waiters() || s.open() + s.reserved() + n > max {
-                return None;
-            }
-            Some(w + n as u64)
+            s.has_room(n, max).then_some(w + n as u64)
         });
         match r {
             Ok(prev) => {
