@@ -1,0 +1,200 @@
+//! One registered descriptor's readiness and waiters: Go's `pollDesc` (`netpoll.go`).
+//!
+//! # State
+//! * `ready`: one word. Bit 0: readable, bit 1: writable (as far as the netpoller knows),
+//!   bit 2: closed (deregistered, or its runtime shut down); the bits above are a *tick*, a
+//!   count of the events the netpoller delivered, which lets a task clear readiness only if no
+//!   event came since it looked.
+//! * `waiters`: under a mutex, the waker of the task that waits to read and of the one that
+//!   waits to write (Go's `rg` / `wg`; as in Go, one waiter per direction: a second task
+//!   polling the same direction replaces the first's waker).
+//!
+//! # Protocol (edge-triggered: the netpoller reports *changes*)
+//! 1. **Netpoller** (`set_ready`, an M in `netpoll`): set the bits and bump the tick in one
+//!    atomic RMW; *then* lock `waiters` and take the wakers of the ready directions.
+//! 2. **Task** (`poll_ready`): if the bit is set, try the operation. On `WouldBlock`,
+//!    `clear_ready` with the tick it saw: a compare-exchange that fails if the tick moved (an
+//!    event came since: keep the bit and try again). With the bit clear: lock `waiters`, **load
+//!    `ready` again under the lock**, and store the waker only if the bit is still clear.
+//! 3. A descriptor starts ready in both directions: the first operation is tried before any
+//!    wait, as Go's `fd.Read` tries the syscall before `pd.waitRead`.
+//!
+//! # Why no readiness is lost
+//! Take an event E (step 1) and a task T that polls after the data E announces arrived.
+//! If T's load in step 2 sees E's bits, it retries the operation, which sees the data. If T's
+//! clear fails, the tick moved: it retries. Otherwise T takes `waiters` and loads `ready`
+//! under it. The netpoller's RMW comes before its own acquisition of `waiters`; the two
+//! critical sections are ordered by the mutex. If the netpoller's came first, T's load under
+//! the lock happens after the RMW and sees the bit (T does not park). If T's came first, the
+//! netpoller finds T's waker and wakes it. Either way T runs the operation again after E.
+//! `tests/loom_netpoll.rs` checks this (`readiness_races_a_parking_reader`).
+//!
+//! `waiters` is a mutex, not Go's lock-free `rg` word: it is taken once per park, which costs a
+//! syscall-sized round anyway, and it keeps the waker (two words) without unsafe code.
+
+use crate::loom::sync::atomic::{AtomicUsize, Ordering::AcqRel, Ordering::Acquire};
+use crate::loom::sync::Mutex;
+use std::io;
+use std::task::{Context, Poll, Waker};
+
+/// Readable (Go's `rg` ready).
+pub(crate) const READ: usize = 1;
+/// Writable (Go's `wg` ready).
+pub(crate) const WRITE: usize = 2;
+/// Deregistered or shut down: every poll fails.
+pub(crate) const CLOSED: usize = 4;
+/// One event's step of the tick (the bits above the flags).
+const TICK: usize = 8;
+
+/// Which direction an operation waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dir {
+    /// Read, accept, recv.
+    Read,
+    /// Write, connect, send.
+    Write,
+}
+
+impl Dir {
+    fn bit(self) -> usize {
+        match self {
+            Dir::Read => READ,
+            Dir::Write => WRITE,
+        }
+    }
+}
+
+/// What `poll_ready` saw: the tick, for `clear_ready`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReadyEvent {
+    tick: usize,
+    dir: Dir,
+}
+
+#[derive(Default)]
+struct Waiters {
+    reader: Option<Waker>,
+    writer: Option<Waker>,
+}
+
+impl Waiters {
+    fn slot(&mut self, dir: Dir) -> &mut Option<Waker> {
+        match dir {
+            Dir::Read => &mut self.reader,
+            Dir::Write => &mut self.writer,
+        }
+    }
+}
+
+/// Go's `pollDesc`. See the module doc.
+pub(crate) struct PollDesc {
+    ready: AtomicUsize,
+    waiters: Mutex<Waiters>,
+    /// What a closed descriptor's polls report.
+    closed_why: &'static str,
+}
+
+impl PollDesc {
+    /// A new descriptor, ready both ways (protocol step 3).
+    pub(crate) fn new() -> PollDesc {
+        PollDesc {
+            ready: AtomicUsize::new(READ | WRITE),
+            waiters: Mutex::new(Waiters::default()),
+            closed_why: "the socket's gmprt runtime has shut down",
+        }
+    }
+
+    /// Step 1, for the netpoller: marks the directions ready and moves their wakers to `out`.
+    /// Returns how many wakers it took (for the waiter count).
+    pub(crate) fn set_ready(&self, read: bool, write: bool, out: &mut Vec<Waker>) -> usize {
+        let bits = if read { READ } else { 0 } | if write { WRITE } else { 0 };
+        if bits == 0 {
+            return 0;
+        }
+        // AcqRel: releases to the task's Acquire load (it then tries the operation); the
+        // `waiters` lock below orders this RMW before the netpoller's critical section.
+        let _ = self.ready.fetch_update(AcqRel, Acquire, |r| Some((r | bits).wrapping_add(TICK)));
+        let mut w = self.waiters.lock();
+        let mut n = 0;
+        for (on, dir) in [(read, Dir::Read), (write, Dir::Write)] {
+            if on {
+                if let Some(waker) = w.slot(dir).take() {
+                    out.push(waker);
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
+    /// Marks the descriptor closed and moves both wakers to `out` (deregistration, shutdown).
+    /// Returns how many it took.
+    pub(crate) fn close(&self, out: &mut Vec<Waker>) -> usize {
+        self.ready.fetch_or(CLOSED, AcqRel);
+        let mut w = self.waiters.lock();
+        let before = out.len();
+        out.extend(w.reader.take());
+        out.extend(w.writer.take());
+        out.len() - before
+    }
+
+    /// Step 2, for a task: `Ready(Ok)` when `dir` is (believed) ready — try the operation and
+    /// `clear_ready` on `WouldBlock`; `Pending` after storing the waker (`parked` is then told
+    /// whether a new waiter was counted); `Ready(Err)` once closed.
+    pub(crate) fn poll_ready(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Dir,
+        parked: &mut bool,
+    ) -> Poll<io::Result<ReadyEvent>> {
+        let seen = |r: usize| -> Option<io::Result<ReadyEvent>> {
+            if r & CLOSED != 0 {
+                return Some(Err(io::Error::other(self.closed_why)));
+            }
+            (r & dir.bit() != 0).then_some(Ok(ReadyEvent { tick: r & !(TICK - 1), dir }))
+        };
+        // Acquire: pairs with the netpoller's RMW (step 1).
+        if let Some(r) = seen(self.ready.load(Acquire)) {
+            return Poll::Ready(r);
+        }
+        let mut w = self.waiters.lock();
+        // Under the lock (the module doc's argument): sees any event whose netpoller took the
+        // lock before us.
+        if let Some(r) = seen(self.ready.load(Acquire)) {
+            return Poll::Ready(r);
+        }
+        let slot = w.slot(dir);
+        *parked = slot.is_none();
+        match slot {
+            Some(old) if old.will_wake(cx.waker()) => {}
+            _ => *slot = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+
+    /// Step 2: the operation said `WouldBlock` after `ev`; clear its direction unless an event
+    /// came since (the tick moved).
+    pub(crate) fn clear_ready(&self, ev: ReadyEvent) {
+        // AcqRel/Acquire: a failed exchange's load must see the newer event to retry on it.
+        let _ = self.ready.fetch_update(AcqRel, Acquire, |r| {
+            (r & !(TICK - 1) == ev.tick && r & CLOSED == 0).then_some(r & !ev.dir.bit())
+        });
+    }
+
+    /// Takes `dir`'s waker, if a task waits (a deadline moved: it must look again).
+    pub(crate) fn take_waiter(&self, dir: Dir) -> Option<Waker> {
+        self.waiters.lock().slot(dir).take()
+    }
+
+    /// Drops the waker of a task that stopped waiting (its future was dropped, or a deadline
+    /// ended the wait). Returns true if one was there (the waiter count goes down).
+    pub(crate) fn forget_waiter(&self, dir: Dir, waker: &Waker) -> bool {
+        let mut w = self.waiters.lock();
+        let slot = w.slot(dir);
+        if slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *slot = None;
+            return true;
+        }
+        false
+    }
+}

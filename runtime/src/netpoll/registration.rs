@@ -1,0 +1,204 @@
+//! A descriptor's registration with its runtime's netpoller: Go's `pollDesc` methods as the
+//! `net` types use them (`netpollopen`, `waitRead`/`waitWrite`, deadlines, `netpollclose`).
+//!
+//! # Contract
+//! * [`Registration::new`] needs a current gmprt runtime (a task or `block_on`) and a
+//!   descriptor already in non-blocking mode; it registers it with the kernel (edge-triggered,
+//!   both directions) and the runtime's table.
+//! * [`Registration::poll_io`] runs an operation that fails with `WouldBlock` when it would
+//!   block, parking the task on the descriptor until the netpoller sees it ready again
+//!   (`desc.rs`'s protocol), and counts the task in `nwaiters` while it is parked. Each call
+//!   spends one unit of the task's cooperative budget (`coop.rs`).
+//! * Deadlines (Go's `SetReadDeadline` / `SetWriteDeadline`): while a direction's deadline is
+//!   set and past, its operations fail with `TimedOut` at once; an operation parked when the
+//!   deadline passes wakes (a runtime timer is registered beside the descriptor) and fails.
+//!   Moving a deadline wakes the parked operation so it applies the new one.
+//! * Drop deletes the kernel registration, removes the table entry and marks the descriptor
+//!   closed, **before** the owner closes the descriptor (the owner's field order): a closed
+//!   descriptor's number can be reused at once by another socket.
+
+use super::desc::{Dir, PollDesc, ReadyEvent};
+use crate::loom::sync::atomic::Ordering::SeqCst;
+use crate::sched::context::with_current;
+use crate::sched::Shared;
+use crate::time::Sleep;
+use parking_lot::Mutex;
+use std::future::Future;
+use std::io;
+use std::os::fd::RawFd;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+use std::time::Instant;
+
+/// A direction's deadline and the timer that wakes a parked operation at it.
+#[derive(Default)]
+struct Deadline {
+    at: Option<Instant>,
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+/// See the module doc.
+pub(crate) struct Registration {
+    shared: Arc<Shared>,
+    desc: Arc<PollDesc>,
+    key: usize,
+    fd: RawFd,
+    /// Read and write deadlines (index: `Dir as usize`).
+    deadlines: [Mutex<Deadline>; 2],
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration").field("fd", &self.fd).finish_non_exhaustive()
+    }
+}
+
+fn di(dir: Dir) -> usize {
+    match dir {
+        Dir::Read => 0,
+        Dir::Write => 1,
+    }
+}
+
+impl Registration {
+    /// Registers `fd` (non-blocking) with the current runtime's netpoller.
+    ///
+    /// # Errors
+    /// Outside a gmprt runtime; after its shutdown; when the poller cannot be created or the
+    /// kernel refuses the registration (the OS error).
+    ///
+    /// The caller must keep `fd` open until this registration is dropped.
+    pub(crate) fn new(fd: RawFd) -> io::Result<Registration> {
+        let shared = with_current(|cx| cx.map(|cx| cx.shared.clone())).ok_or_else(|| {
+            io::Error::other(
+                "not inside a gmprt runtime: create sockets from a task or Runtime::block_on \
+                 (they are registered with that runtime's netpoller)",
+            )
+        })?;
+        if shared.is_shutdown() {
+            return Err(io::Error::other("the gmprt runtime has shut down; no socket can be registered"));
+        }
+        let np = shared.netpoll_init()?;
+        let desc = Arc::new(PollDesc::new());
+        let key = np.insert(desc.clone());
+        // SAFETY: the caller keeps `fd` open until this registration is dropped, and `Drop`
+        // deletes it from the poller first.
+        if let Err(e) = unsafe { np.poller.add(fd, key) } {
+            np.remove(key);
+            return Err(e);
+        }
+        Ok(Registration { shared, desc, key, fd, deadlines: Default::default() })
+    }
+
+    /// The descriptor registered.
+    pub(crate) fn fd(&self) -> RawFd {
+        self.fd
+    }
+
+    /// Polls until `dir` is (believed) ready; see `desc.rs`. Applies the direction's deadline.
+    pub(crate) fn poll_ready(&self, cx: &mut Context<'_>, dir: Dir) -> Poll<io::Result<ReadyEvent>> {
+        let mut d = self.deadlines[di(dir)].lock();
+        if d.at.is_some_and(|at| Instant::now() >= at) {
+            return Poll::Ready(Err(timed_out(dir)));
+        }
+        let mut parked = false;
+        let r = self.desc.poll_ready(cx, dir, &mut parked);
+        if r.is_ready() {
+            return r;
+        }
+        if parked {
+            // SeqCst: before the idle path's or `wakep`'s read of it (netpoll/mod.rs, (a)).
+            self.shared.net.nwaiters.fetch_add(1, SeqCst);
+            let on_m = with_current(|c| {
+                c.is_some_and(|c| std::ptr::eq(&*c.shared, &*self.shared) && c.pid.get() != usize::MAX)
+            });
+            if !on_m {
+                self.shared.netpoll_waiter_off_m();
+            }
+        }
+        crate::task::wait::set(crate::task::wait::NET, self.fd as u64, di(dir) as u64);
+        if let Some(at) = d.at {
+            let timer = d.timer.get_or_insert_with(|| Box::pin(crate::time::sleep_until(at)));
+            if timer.as_mut().poll(cx).is_ready() {
+                d.timer = None;
+                if self.desc.forget_waiter(dir, cx.waker()) {
+                    self.shared.net.nwaiters.fetch_sub(1, SeqCst);
+                }
+                return Poll::Ready(Err(timed_out(dir)));
+            }
+        }
+        Poll::Pending
+    }
+
+    /// Runs `op` until it does not say `WouldBlock`, parking between tries (module contract).
+    pub(crate) fn poll_io<R>(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Dir,
+        mut op: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        // A socket that is always ready (a fast peer, a full backlog) must not keep the P:
+        // one unit of the task's cooperative budget per operation, as every gmprt resource.
+        ready!(crate::coop::poll_proceed(cx));
+        loop {
+            let ev = ready!(self.poll_ready(cx, dir))?;
+            match op() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.desc.clear_ready(ev),
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+
+    /// `poll_io` as a future, for an `async fn` body.
+    pub(crate) async fn io<R>(&self, dir: Dir, mut op: impl FnMut() -> io::Result<R>) -> io::Result<R> {
+        std::future::poll_fn(|cx| self.poll_io(cx, dir, &mut op)).await
+    }
+
+    /// Sets (or, with `None`, clears) `dir`'s deadline, waking a parked operation so it
+    /// applies the new one (Go's `poll_runtime_pollSetDeadline`).
+    pub(crate) fn set_deadline(&self, dir: Dir, at: Option<Instant>) {
+        {
+            let mut d = self.deadlines[di(dir)].lock();
+            d.at = at;
+            d.timer = None;
+        }
+        if let Some(w) = self.desc.take_waiter(dir) {
+            self.shared.net.nwaiters.fetch_sub(1, SeqCst);
+            w.wake();
+        }
+    }
+
+    /// `dir`'s deadline.
+    pub(crate) fn deadline(&self, dir: Dir) -> Option<Instant> {
+        self.deadlines[di(dir)].lock().at
+    }
+}
+
+fn timed_out(dir: Dir) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        match dir {
+            Dir::Read => "read deadline exceeded (set_read_deadline)",
+            Dir::Write => "write deadline exceeded (set_write_deadline)",
+        },
+    )
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let Some(np) = self.shared.net.poll.get() else { return };
+        // Failure here means the descriptor is already gone from the kernel's set (closed by
+        // someone else): nothing is left to undo there.
+        let _ = np.poller.delete(self.fd);
+        np.remove(self.key);
+        let mut wakers = Vec::new();
+        let n = self.desc.close(&mut wakers);
+        if n > 0 {
+            self.shared.net.nwaiters.fetch_sub(n, SeqCst);
+        }
+        for w in wakers {
+            w.wake();
+        }
+    }
+}
