@@ -76,6 +76,11 @@ impl Registration {
                  (they are registered with that runtime's netpoller)",
             )
         })?;
+        Registration::with_shared(shared, fd)
+    }
+
+    /// `new` with the runtime given.
+    pub(crate) fn with_shared(shared: Arc<Shared>, fd: RawFd) -> io::Result<Registration> {
         if shared.is_shutdown() {
             return Err(io::Error::other("the gmprt runtime has shut down; no socket can be registered"));
         }
@@ -92,8 +97,21 @@ impl Registration {
     }
 
     /// The descriptor registered.
+    #[allow(dead_code)] // for the net types' diagnostics
     pub(crate) fn fd(&self) -> RawFd {
         self.fd
+    }
+
+    /// Its key in the netpoller's table (the loom models raise events by it).
+    #[cfg(loom)]
+    pub(crate) fn key(&self) -> usize {
+        self.key
+    }
+
+    /// Its runtime.
+    #[cfg(loom)]
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     /// Polls until `dir` is (believed) ready; see `desc.rs`. Applies the direction's deadline.

@@ -106,6 +106,8 @@ pub(crate) struct Shared {
     /// Whether `block_on` runs the deadlock check, and its state (`dump.rs`).
     pub(crate) detect_deadlock: bool,
     pub(crate) dead: crate::dump::DeadState,
+    /// The netpoller (`netpoll/`): created by the first socket, polled by the Ms.
+    pub(crate) net: crate::netpoll::NetPollState,
 }
 
 /// The result of `Shared::spawn`: a handle, or the refusal with a handle already cancelled.
@@ -161,6 +163,7 @@ impl Shared {
             max_threads,
             detect_deadlock,
             dead: Default::default(),
+            net: crate::netpoll::NetPollState::new(),
         });
         (shared, ps)
     }
@@ -423,6 +426,8 @@ impl Shared {
         st.parked_tasks = self.owned.len();
         st.timers = self.allp.iter().map(|p| p.timers.lock().len()).sum();
         st.idle_procs = self.npidle.load(Relaxed);
+        st.net_fds = self.net.poll.get().map_or(0, |np| np.live());
+        st.net_waiters = self.net.nwaiters.load(Relaxed);
         st
     }
 
@@ -430,7 +435,8 @@ impl Shared {
     /// 1. set the flag, fence (pairs with `inject`), wake every parked M and the monitor;
     /// 2. join every M thread (running polls finish first: futures are never preempted);
     /// 3. drain every P's `runnext` and queue and the global queue, cancelling those tasks;
-    /// 4. close the owned-task list and cancel every parked task.
+    /// 4. close the owned-task list and cancel every parked task;
+    /// 5. close every socket still registered (their polls fail; waiters off the runtime wake).
     ///
     /// After 2 no M polls anything, so 3 and 4 own every unfinished future; each is dropped
     /// exactly once because cancelling goes through the state word (`transition_to_shutdown`).
@@ -443,6 +449,8 @@ impl Shared {
         }
         fence(SeqCst);
         self.wake_all_for_shutdown();
+        // The M blocked in `netpoll` (if any) is in no idle list: break it (netpoll/mod.rs).
+        self.netpoll_break();
         {
             let (m, cv) = &self.monitor;
             m.lock().stop = true;
@@ -462,6 +470,7 @@ impl Shared {
             }
             // Ms that were between `stopm` checks may have parked after our wake-up round.
             self.wake_all_for_shutdown();
+            self.netpoll_break();
         }
         let ps: Vec<Box<Processor>> = std::mem::take(&mut self.sched.lock().pidle);
         self.npidle.store(0, SeqCst);
@@ -474,5 +483,8 @@ impl Shared {
         for t in self.owned.close_and_drain() {
             crate::task::core::shutdown_task(t);
         }
+        // Last, sockets that outlive their tasks (moved out of `block_on`, polled by another
+        // executor) fail from now on, and their waiters are woken to see it.
+        self.netpoll_shutdown();
     }
 }
