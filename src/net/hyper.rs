@@ -38,29 +38,35 @@
 //! }
 //! ```
 //!
-//! A whole server: accept on gmprt's `TcpListener`, one task per connection (this example is
-//! marked `ignore` until `gmprt::net`'s TCP types are in the tree; it is the loop
-//! `benches/net/gmprt_http.rs` runs):
+//! A whole server: accept on gmprt's `TcpListener`, one task per connection, as
+//! `benches/net/gmprt_side.rs` serves (marked `ignore` until `gmprt::net`'s TCP types are in
+//! the tree; then `no_run`):
 //!
 //! ```ignore
 //! use gmprt::net::{hyper::{GmprtTimer, HyperIo}, TcpListener};
-//! use hyper::{server::conn::http1, service::service_fn, Response};
+//! use hyper::{body::Incoming, server::conn::http1, service::service_fn, Request, Response};
 //! use std::convert::Infallible;
 //!
-//! let rt = gmprt::Runtime::builder().procs(2).build()?;
-//! rt.block_on(async {
-//!     let listener = TcpListener::bind("127.0.0.1:8080")?;
+//! async fn serve(listener: TcpListener) -> std::io::Result<()> {
 //!     loop {
 //!         let (stream, _peer) = listener.accept().await?;
 //!         gmprt::spawn(async move {
-//!             let hello = service_fn(|_req| async { Ok::<_, Infallible>(Response::new(String::from("hello\n"))) });
+//!             let hello = service_fn(|_req: Request<Incoming>| async {
+//!                 Ok::<_, Infallible>(Response::new(String::from("hello\n")))
+//!             });
 //!             let conn = http1::Builder::new().timer(GmprtTimer).serve_connection(HyperIo::new(stream), hello);
 //!             if let Err(e) = conn.await {
 //!                 eprintln!("connection: {e}");
 //!             }
 //!         });
 //!     }
-//! })
+//! }
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let rt = gmprt::Runtime::builder().procs(2).build()?;
+//!     rt.block_on(async { serve(TcpListener::bind("127.0.0.1:8080")?).await })?;
+//!     Ok(())
+//! }
 //! ```
 //!
 //! # Reading into hyper's buffer
