@@ -1,7 +1,8 @@
 //! M — the worker thread loop: `schedule` → `findRunnable` → run, Go's `schedule()`.
 //!
 //! An M runs tasks only while it holds a P (in its [`Context`]). Its loop:
-//! 1. `find_runnable`: once every 61 ticks the global queue first; then the local `runnext`
+//! 1. `find_runnable`: once every 61 ticks the network (without blocking) and the global
+//!    queue first; then the local `runnext`
 //!    and queue; then a batch from the global queue; then the network without blocking (if
 //!    tasks wait on sockets); then, if allowed to spin (`2·nmspinning < busy Ps`), stealing;
 //!    else the idle path of `idle.rs` (release the P, recheck, then block in `netpoll` if
@@ -100,6 +101,16 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
         // Due timers of our P first (Go's checkTimers); the tasks they wake land on our P. Not
         // under the P borrow: waking puts tasks on it.
         shared.run_timers(cx.pid.get());
+        // Fairness for the network: once every 61 ticks, poll it before the queues (tokio's
+        // `event_interval`, also 61; Go polls only once the queues are empty, and relies on
+        // sysmon's 10 ms poll otherwise). A P whose queue never empties — a burst of a
+        // thousand spawned clients — would else leave an acceptor's readiness unread until
+        // sysmon, while connections overflow the listener's backlog. The woken tasks go to
+        // the global queue, which the fairness check below reads first on the same tick.
+        let tick = cx.p.borrow().as_ref().map_or(1, |p| p.schedtick);
+        if tick.is_multiple_of(GLOBAL_CHECK_TICKS) {
+            shared.netpoll_nonblocking();
+        }
         {
             let mut guard = cx.p.borrow_mut();
             let p = guard.as_mut().expect("M in find_runnable without a P");

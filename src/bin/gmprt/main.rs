@@ -36,6 +36,8 @@ mod common;
 mod explain;
 #[path = "../../../examples/false_sharing.rs"]
 mod false_sharing;
+#[path = "../../../examples/fetch_market_data.rs"]
+mod fetch_market_data;
 #[path = "../../../examples/io_bound.rs"]
 mod io_bound;
 #[path = "../../../examples/matmul_ladder.rs"]
@@ -76,7 +78,7 @@ enum Cmd {
         out: PathBuf,
     },
     /// Runs one story with its own flags (`gmprt story <name> --help` lists them). The
-    /// stories: million_tasks, io_bound, sleepers, blocking_handoff, option_screener,
+    /// stories: million_tasks, io_bound, fetch_market_data, sleepers, blocking_handoff, option_screener,
     /// matmul_ladder, monte_carlo_pi, amdahl, false_sharing, explain
     #[command(disable_help_flag = true)]
     Story {
@@ -118,6 +120,8 @@ pub enum Story {
     MillionTasks,
     /// Many tasks, a little CPU each, then a long wait
     IoBound,
+    /// The same with real sockets: N clients of a loopback server, through the netpoller
+    FetchMarketData,
     /// A million concurrent sleepers
     Sleepers,
     /// Blocking calls next to compute: the syscall hand-off
@@ -142,6 +146,7 @@ impl Story {
         match self {
             Story::MillionTasks => "million_tasks",
             Story::IoBound => "io_bound",
+            Story::FetchMarketData => "fetch_market_data",
             Story::Sleepers => "sleepers",
             Story::BlockingHandoff => "blocking_handoff",
             Story::OptionScreener => "option_screener",
@@ -160,6 +165,7 @@ impl Story {
         match self {
             Story::MillionTasks => million_tasks::main_from(args),
             Story::IoBound => io_bound::main_from(args),
+            Story::FetchMarketData => fetch_market_data::main_from(args),
             Story::Sleepers => sleepers::main_from(args),
             Story::BlockingHandoff => blocking_handoff::main_from(args),
             Story::OptionScreener => option_screener::main_from(args),
@@ -184,7 +190,7 @@ impl Story {
 fn tour(out: &std::path::Path) {
     let dir = out.to_string_lossy().to_string();
     let amdahl_svg = out.join("amdahl.svg").to_string_lossy().to_string();
-    let stops: [(Story, &str, Vec<String>); 10] = [
+    let stops: [(Story, &str, Vec<String>); 11] = [
         (
             Story::MillionTasks,
             "100 000 green tasks spawned and joined: look at tasks per second and the bytes each task costs.",
@@ -194,6 +200,11 @@ fn tour(out: &std::path::Path) {
             Story::IoBound,
             "Tasks that compute a little and wait a lot: the wall time is the longest wait, not the sum, because a parked task holds no thread.",
             vec!["--tasks".into(), "20000".into(), "--wait-ms".into(), "20".into()],
+        ),
+        (
+            Story::FetchMarketData,
+            "The same story with real sockets: every wait parks a task on the netpoller, so a few threads serve thousands of connections.",
+            vec!["--tasks".into(), "2000".into(), "--wait-ms".into(), "20".into()],
         ),
         (
             Story::Sleepers,
