@@ -96,6 +96,13 @@ pub enum WaitReason {
         /// Time left when the dump was taken (zero if due); `None`: never fires.
         due_in: Option<Duration>,
     },
+    /// A socket, through the netpoller (Go's "IO wait"): the peer or the kernel can end it.
+    Net {
+        /// The descriptor.
+        fd: u64,
+        /// Waiting to write (or connect); else to read (or accept).
+        write: bool,
+    },
     /// An event source outside the runtime ([`wait_external`]).
     External {
         /// What the source is ("Batcher batch").
@@ -135,6 +142,7 @@ impl WaitReason {
                 due_in: (aux != u64::MAX).then(|| Duration::from_nanos(aux.saturating_sub(now_ns))),
             },
             wait::EXTERNAL => WaitReason::External { what: external_name(id), id: aux },
+            wait::NET => WaitReason::Net { fd: id, write: aux == 1 },
             wait::NONE => WaitReason::Nothing,
             _ => unreachable!("wait.rs defines no kind {kind}"),
         }
@@ -156,6 +164,9 @@ impl fmt::Display for WaitReason {
             WaitReason::Timer { due_in: Some(d) } => write!(f, "timer due in {d:.1?}"),
             WaitReason::Timer { due_in: None } => write!(f, "timer that never fires"),
             WaitReason::External { what, id } => write!(f, "{what} #{id} (outside the runtime)"),
+            WaitReason::Net { fd, write } => {
+                write!(f, "IO wait: {} on socket fd {fd} (netpoller)", if *write { "write" } else { "read" })
+            }
         }
     }
 }

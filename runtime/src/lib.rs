@@ -36,6 +36,9 @@ pub(crate) mod loom;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_hooks;
+#[cfg(unix)]
+pub mod net;
+pub(crate) mod netpoll;
 pub mod par;
 mod park;
 mod rlimit;

@@ -175,7 +175,11 @@ impl Shared {
         // No idle M: start one (Go's `newm`). Spawning under the lock keeps shutdown's
         // "join every thread" loop exact.
         if let Err(e) = self.newm(&mut s, Some(p), spinning) {
-            // Keep the P usable; the work it was meant for stays queued for other Ms.
+            // Keep the P usable; the work it was meant for stays queued for other Ms. The M
+            // blocked in netpoll (if any) is in no idle list but can run it: break it
+            // (netpoll/mod.rs, `netpollBreak`).
+            drop(s);
+            self.netpoll_break();
             eprintln!("gmprt: could not start a worker thread ({e}); continuing with fewer Ms");
         }
     }

@@ -106,6 +106,8 @@ pub(crate) struct Shared {
     /// Whether `block_on` runs the deadlock check, and its state (`dump.rs`).
     pub(crate) detect_deadlock: bool,
     pub(crate) dead: crate::dump::DeadState,
+    /// The netpoller (`netpoll/`): created by the first socket, polled by the Ms.
+    pub(crate) net: crate::netpoll::NetPollState,
 }
 
 /// The result of `Shared::spawn`: a handle, or the refusal with a handle already cancelled.
@@ -161,6 +163,7 @@ impl Shared {
             max_threads,
             detect_deadlock,
             dead: Default::default(),
+            net: crate::netpoll::NetPollState::new(),
         });
         (shared, ps)
     }
@@ -423,6 +426,8 @@ impl Shared {
         st.parked_tasks = self.owned.len();
         st.timers = self.allp.iter().map(|p| p.timers.lock().len()).sum();
         st.idle_procs = self.npidle.load(Relaxed);
+        st.net_fds = self.net.poll.get().map_or(0, |np| np.live());
+        st.net_waiters = self.net.nwaiters.load(Relaxed);
         st
     }
 
@@ -443,6 +448,8 @@ impl Shared {
         }
         fence(SeqCst);
         self.wake_all_for_shutdown();
+        // The M blocked in `netpoll` (if any) is in no idle list: break it (netpoll/mod.rs).
+        self.netpoll_shutdown();
         {
             let (m, cv) = &self.monitor;
             m.lock().stop = true;
@@ -462,6 +469,7 @@ impl Shared {
             }
             // Ms that were between `stopm` checks may have parked after our wake-up round.
             self.wake_all_for_shutdown();
+            self.netpoll_break();
         }
         let ps: Vec<Box<Processor>> = std::mem::take(&mut self.sched.lock().pidle);
         self.npidle.store(0, SeqCst);

@@ -73,6 +73,8 @@ pub(crate) struct PStats {
     pub(crate) retakes: Counter,
     pub(crate) long_polls: Counter,
     pub(crate) long_polls_delaying: Counter,
+    pub(crate) netpoll_blocks: Counter,
+    pub(crate) netpoll_sysmon: Counter,
 }
 
 impl PStats {
@@ -141,6 +143,15 @@ pub struct RuntimeStats {
     /// work in some round of the poll): the ones that delayed other tasks, and that the
     /// stderr warning is about. The rest are compute on a P nobody else was waiting for.
     pub long_polls_delaying: u64,
+    /// Times an M blocked in the netpoller (Go's `netpoll(delay)` on the idle path) instead of
+    /// parking: tasks were waiting on sockets and every P was idle.
+    pub netpoll_blocks: u64,
+    /// Times sysmon's poll (no M had polled for 10 ms) found ready sockets.
+    pub netpoll_sysmon: u64,
+    /// Sockets registered with the netpoller now.
+    pub net_fds: usize,
+    /// Tasks (directions of a socket) parked on the netpoller now (Go's `netpollWaiters`).
+    pub net_waiters: usize,
     /// OS threads running Ms.
     pub threads: usize,
     /// Tasks waiting in each P's local queue and `runnext`.
@@ -197,5 +208,7 @@ impl RuntimeStats {
         self.retakes += p.retakes.get();
         self.long_polls += p.long_polls.get();
         self.long_polls_delaying += p.long_polls_delaying.get();
+        self.netpoll_blocks += p.netpoll_blocks.get();
+        self.netpoll_sysmon += p.netpoll_sysmon.get();
     }
 }

@@ -174,7 +174,8 @@ impl Shared {
     }
 
     /// Go's `handoffp`: a P retaken from a syscall goes to an M if it has something to do
-    /// (queued work, the global queue, timers), else to the idle list. Must hold `sched`.
+    /// (queued work, the global queue, timers, or the network to poll as the last P), else to
+    /// the idle list. Must hold `sched`.
     #[cfg_attr(loom, allow(dead_code))] // only sysmon, which loom builds do not run, calls it
     pub(crate) fn handoffp(
         &self,
@@ -183,7 +184,14 @@ impl Shared {
     ) {
         let ps = &self.allp[p.id];
         ps.status.store(P_IDLE, SeqCst);
-        let busy = ps.has_work() || !self.injector.is_empty() || ps.timer0_when.load(SeqCst) != 0;
+        // Go's last case: if this would be the last P to go idle while tasks wait on sockets
+        // and no M is blocked in netpoll, an M must take it and reach the idle path, where it
+        // polls (netpoll/mod.rs).
+        let last_for_net = self.npidle.load(SeqCst) + 1 == self.procs()
+            && self.netpoll_any_waiters()
+            && self.net.lastpoll.load(SeqCst) != 0;
+        let busy =
+            ps.has_work() || !self.injector.is_empty() || ps.timer0_when.load(SeqCst) != 0 || last_for_net;
         if busy && !self.is_shutdown() {
             self.startm(s, p, false);
         } else {

@@ -75,7 +75,8 @@ impl Shared {
     /// One sysmon round. Returns true if it did something (retake, wakep, report).
     fn sysmon_round(&self, seen: &mut [PSeen], warned: &mut bool) -> bool {
         let now = self.now_nanos();
-        let mut acted = false;
+        // No M has polled the network for 10 ms (netpoll/mod.rs, step 3).
+        let mut acted = self.sysmon_netpoll();
         for (pid, ps) in self.allp.iter().enumerate() {
             match ps.status.load(SeqCst) {
                 P_SYSCALL => {

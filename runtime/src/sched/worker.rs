@@ -2,9 +2,10 @@
 //!
 //! An M runs tasks only while it holds a P (in its [`Context`]). Its loop:
 //! 1. `find_runnable`: once every 61 ticks the global queue first; then the local `runnext`
-//!    and queue; then a batch from the global queue; then, if allowed to spin
-//!    (`2·nmspinning < busy Ps`), stealing; else the idle path of `idle.rs` (release the P,
-//!    recheck, park).
+//!    and queue; then a batch from the global queue; then the network without blocking (if
+//!    tasks wait on sockets); then, if allowed to spin (`2·nmspinning < busy Ps`), stealing;
+//!    else the idle path of `idle.rs` (release the P, recheck, then block in `netpoll` if
+//!    tasks wait on sockets and no other M does, else park).
 //! 2. If it was spinning, stop spinning and `wakep` (see `idle.rs`, step 2).
 //! 3. Run the task with the P *not* borrowed, so the task can spawn onto it.
 //!
@@ -119,6 +120,15 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
                 p.schedtick = p.schedtick.wrapping_add(1);
                 return Some(t);
             }
+        }
+        // Go's order: the network before stealing, without blocking (netpoll/mod.rs, step 1).
+        // Not under the P borrow: the woken tasks are queued through `injectglist`.
+        if shared.netpoll_nonblocking() {
+            continue;
+        }
+        {
+            let mut guard = cx.p.borrow_mut();
+            let p = guard.as_mut().expect("M in find_runnable without a P");
             // Spin (steal) only if few Ms are spinning: at most busy Ps / 2.
             let busy = shared.procs().saturating_sub(shared.npidle.load(SeqCst));
             if m.spinning || 2 * shared.nmspinning.load(SeqCst) < busy {
@@ -176,7 +186,35 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
             }
             // Another M took the idle P; it will find the work.
         }
-        // Park; until the earliest timer if there is one (Go parks in netpoll(delay)).
+        // Tasks wait on sockets and no M polls: this one blocks in netpoll, until the earliest
+        // timer (netpoll/mod.rs, step 2).
+        if shared.netpoll_claim() {
+            let ws = shared.netpoll_blocked(next_timer);
+            if !ws.is_empty() {
+                crate::injectglist(ws);
+            }
+            let p = {
+                let mut s = shared.sched.lock();
+                if shared.is_shutdown() {
+                    None
+                } else {
+                    shared.pidleget(&mut s)
+                }
+            };
+            if let Some(p) = p {
+                cx.set_p(Some(p));
+                // Spinning, as after a timed park: the woken tasks may have gone to any P,
+                // and due timers anywhere are this M's to fire.
+                m.spinning = true;
+                shared.nmspinning.fetch_add(1, SeqCst);
+                continue;
+            }
+            // Every P is busy (they take the woken tasks from the global queue), or shutdown.
+            if shared.is_shutdown() {
+                return None;
+            }
+        }
+        // Park; until the earliest timer if there is one.
         match shared.stopm(&m.park, next_timer) {
             Some((p, spinning)) => {
                 cx.set_p(Some(p));

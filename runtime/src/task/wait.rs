@@ -46,6 +46,8 @@ pub(crate) const JOIN: u8 = 8;
 pub(crate) const TIMER: u8 = 9;
 /// An event source outside the runtime (`id`: index of its name, `aux`: the caller's id).
 pub(crate) const EXTERNAL: u8 = 10;
+/// A socket, through the netpoller (Go's "IO wait"); `id`: the descriptor, `aux`: 0 read, 1 write.
+pub(crate) const NET: u8 = 11;
 
 /// Bits of the first word that hold the id (the top 8 hold the kind).
 const ID_BITS: u32 = 56;
