@@ -163,8 +163,12 @@ impl Registration {
             d.at = at;
             d.timer = None;
         }
-        if let Some(w) = self.desc.take_waiter(dir) {
-            self.shared.net.nwaiters.fetch_sub(1, SeqCst);
+        let mut wakers = Vec::new();
+        let n = self.desc.take_waiters(dir, &mut wakers);
+        if n > 0 {
+            self.shared.net.nwaiters.fetch_sub(n, SeqCst);
+        }
+        for w in wakers {
             w.wake();
         }
     }
