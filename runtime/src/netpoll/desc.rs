@@ -38,7 +38,7 @@
 //! `waiters` is a mutex, not Go's lock-free `rg` word: it is taken once per park, which costs a
 //! syscall-sized round anyway, and it keeps the waker (two words) without unsafe code.
 
-use crate::loom::sync::atomic::{AtomicUsize, Ordering::AcqRel, Ordering::Acquire};
+use crate::loom::sync::atomic::{AtomicUsize, Ordering::AcqRel, Ordering::Acquire, Ordering::SeqCst};
 use crate::loom::sync::Mutex;
 use std::io;
 use std::task::{Context, Poll, Waker};
@@ -147,10 +147,16 @@ impl PollDesc {
     /// `clear_ready` on `WouldBlock`; `Pending` after storing the waker beside those of the
     /// other tasks waiting on `dir` (`parked` is then told whether a new waiter was counted:
     /// false when this task's waker was there already); `Ready(Err)` once closed.
+    ///
+    /// A new waiter is counted in `nwaiters` (the runtime's `netpollWaiters`) here, under the
+    /// `waiters` lock: whoever takes the waker later (an event, a deadline, a close) takes it
+    /// under the same lock and subtracts after, so the count never goes below zero between
+    /// the two (incremented after the unlock, it could: the netpoller's subtraction came first).
     pub(crate) fn poll_ready(
         &self,
         cx: &mut Context<'_>,
         dir: Dir,
+        nwaiters: &AtomicUsize,
         parked: &mut bool,
     ) -> Poll<io::Result<ReadyEvent>> {
         let seen = |r: usize| -> Option<io::Result<ReadyEvent>> {
@@ -172,6 +178,8 @@ impl PollDesc {
         let list = w.slot(dir);
         *parked = !list.iter().any(|old| old.will_wake(cx.waker()));
         if *parked {
+            // SeqCst: before the idle path's or `wakep`'s read of it (netpoll/mod.rs, (a)).
+            nwaiters.fetch_add(1, SeqCst);
             list.push(cx.waker().clone());
         }
         Poll::Pending
