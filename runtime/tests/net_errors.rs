@@ -204,10 +204,20 @@ fn moving_the_deadline_later_rearms() {
                     c.read_exact(&mut buf).await.map(|()| buf)
                 })
             };
-            until_parked_on_net(1).await;
+            // Parked, or already timed out (first polled after the old deadline): try wider.
+            while parked_on_net() == 0 && !reader.is_finished() {
+                gmprt_runtime::yield_now().await;
+            }
+            if reader.is_finished() {
+                continue;
+            }
             c.set_read_deadline(Some(Instant::now() + Duration::from_secs(3600)));
             if Instant::now() >= old {
-                continue; // the old deadline may have fired first: try again, wider
+                // The old deadline may have fired first: end this reader (EOF or TimedOut)
+                // so that it cannot be counted in the next round, and try wider.
+                drop(s);
+                let _ = reader.await;
+                continue;
             }
             // The old deadline passing is the event waited for (not a measurement).
             gmprt_runtime::time::sleep_until(old + Duration::from_millis(1)).await;
