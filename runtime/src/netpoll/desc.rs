@@ -13,7 +13,11 @@
 //!   `Waker::will_wake`) and an event wakes them all: they retry, one gets the data, the others
 //!   see `WouldBlock` and park again (step 2) — tokio's readiness does the same. (A single slot
 //!   would let a second reader's park replace the first's waker, and the first would never
-//!   run again: `tests/net_concurrent.rs`, `two_readers_one_socket`.)
+//!   run again: `tests/net_concurrent.rs`, `two_readers_one_socket`.) A waker whose future
+//!   was dropped while parked (a `timeout` around a read) stays until the direction's next
+//!   event, a deadline change or the close: one spurious wake-up, and `nwaiters` counts it
+//!   until then (so an idle M may block in `netpoll` rather than park). Removing it on drop
+//!   would need a count per entry: two futures of one task share its waker.
 //!
 //! # Protocol (edge-triggered: the netpoller reports *changes*)
 //! 1. **Netpoller** (`set_ready`, an M in `netpoll`): set the bits and bump the tick in one
