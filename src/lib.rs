@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 pub mod gantt;
+pub mod net;
 
 pub use gmprt_kernels as kernels;
 pub use gmprt_offload as offload;

@@ -188,3 +188,42 @@ impl ParLoop {
         self.0.lp.wait()
     }
 }
+
+/// A socket stand-in registered with the current runtime's netpoller (`netpoll/sys.rs`'s loom
+/// poller): the model plays the kernel with [`FakeFd::make_ready`].
+pub struct FakeFd {
+    reg: crate::netpoll::registration::Registration,
+    /// Bytes "in the socket" (under a lock, as the kernel's socket buffer): the read succeeds
+    /// once per `make_ready`.
+    data: Arc<crate::loom::sync::Mutex<bool>>,
+}
+
+impl FakeFd {
+    /// Registers a new stand-in; inside a runtime (a task or `block_on`), like a socket.
+    pub fn new() -> std::io::Result<FakeFd> {
+        Ok(FakeFd {
+            reg: crate::netpoll::registration::Registration::new(-1)?,
+            data: Arc::new(crate::loom::sync::Mutex::new(false)),
+        })
+    }
+
+    /// Reads: completes once data arrived (`make_ready`), parking on the netpoller until then.
+    pub async fn read(&self) -> std::io::Result<()> {
+        self.reg
+            .io(crate::netpoll::desc::Dir::Read, || {
+                if std::mem::take(&mut *self.data.lock()) {
+                    Ok(())
+                } else {
+                    Err(std::io::ErrorKind::WouldBlock.into())
+                }
+            })
+            .await
+    }
+
+    /// The kernel's part: data arrives, and the poller reports the edge.
+    pub fn make_ready(&self) {
+        *self.data.lock() = true;
+        let np = self.reg.shared().net.poll.get().expect("registered, so initialised");
+        np.poller.raise(crate::netpoll::sys::Ready { key: self.reg.key(), read: true, write: false });
+    }
+}

@@ -37,10 +37,11 @@
 //! critical sections are ordered by the mutex. If the netpoller's came first, T's load under
 //! the lock happens after the RMW and sees the bit (T does not park). If T's came first, the
 //! netpoller finds T's waker and wakes it. Either way T runs the operation again after E.
-//! `tests/loom_netpoll.rs` checks this (`readiness_races_a_parking_reader`).
+//! `tests/loom_netpoll.rs` checks this through the whole scheduler
+//! (`block_on_reader_races_readiness_procs1` and the models after it).
 //!
 //! `waiters` is a mutex, not Go's lock-free `rg` word: it is taken once per park, which costs a
-//! syscall-sized round anyway, and it keeps the waker (two words) without unsafe code.
+//! syscall-sized round anyway, and it keeps the wakers without unsafe code.
 
 use crate::loom::sync::atomic::{AtomicUsize, Ordering::AcqRel, Ordering::Acquire, Ordering::SeqCst};
 use crate::loom::sync::Mutex;

@@ -286,9 +286,9 @@ impl Shared {
         }
     }
 
-    /// At shutdown: closes every registered descriptor (their polls fail from now on, and the
-    /// wakers parked on them are woken: the tasks among them are cancelled by shutdown's
-    /// drain), then breaks the M blocked in `netpoll`.
+    /// Shutdown's last step: closes every descriptor still registered (their polls fail from
+    /// now on) and wakes what waits on them — waiters off the runtime: its tasks were
+    /// cancelled already. (The M blocked in `netpoll` was broken at shutdown's start.)
     pub(crate) fn netpoll_shutdown(&self) {
         let Some(np) = self.net.poll.get() else { return };
         let mut wakers = Vec::new();
@@ -305,6 +305,5 @@ impl Shared {
         for w in wakers {
             w.wake();
         }
-        self.netpoll_break();
     }
 }

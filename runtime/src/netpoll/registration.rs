@@ -111,6 +111,11 @@ impl Registration {
                  (they are registered with that runtime's netpoller)",
             )
         })?;
+        Registration::with_shared(shared, fd)
+    }
+
+    /// `new` with the runtime given.
+    pub(crate) fn with_shared(shared: Arc<Shared>, fd: RawFd) -> io::Result<Registration> {
         if shared.is_shutdown() {
             return Err(io::Error::other("the gmprt runtime has shut down; no socket can be registered"));
         }
@@ -124,6 +129,18 @@ impl Registration {
             return Err(e);
         }
         Ok(Registration { shared, desc, key, fd, deadlines: Default::default() })
+    }
+
+    /// Its key in the netpoller's table (the loom models raise events by it).
+    #[cfg(loom)]
+    pub(crate) fn key(&self) -> usize {
+        self.key
+    }
+
+    /// Its runtime.
+    #[cfg(loom)]
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     /// Polls until `dir` is (believed) ready; see `desc.rs`. Applies the direction's deadline.

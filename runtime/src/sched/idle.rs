@@ -51,7 +51,16 @@
 //!   and after W in the fence order, so it sees T.
 //!
 //! Each repetition happens strictly later in the fence order and involves an M that is
-//! awake at that point, so "every M sleeps while T is queued" cannot be reached. The loom models
+//! awake at that point, so "every M sleeps while T is queued" cannot be reached.
+//!
+//! **Tasks parked on sockets** are not in any queue until the netpoller wakes them; the same
+//! fence carries the argument over (`netpoll/mod.rs`, "Why no wake-up is lost"): step 3's M
+//! reads `nwaiters` after its fence and, if a task waits on a socket and no other M is
+//! blocked in `netpoll` (`lastpoll != 0`), blocks there instead of in `stopm` — an M in
+//! `netpoll` is awake for the purpose of the proof, since the readiness it waits for is what
+//! would make the task runnable. A waiter off any M pairs its `nwaiters` increment with this
+//! fence through `wakep`. `tests/loom_netpoll.rs` checks readiness racing the idle path, a
+//! spawn and the last spinning M, and shutdown with an M blocked in `netpoll`. The loom models
 //! in `tests/loom_park.rs` check small instances: one P with a spawn from outside racing an M
 //! that is parking or on its idle path, and two Ps with spawns from outside and from a task.
 

@@ -435,7 +435,8 @@ impl Shared {
     /// 1. set the flag, fence (pairs with `inject`), wake every parked M and the monitor;
     /// 2. join every M thread (running polls finish first: futures are never preempted);
     /// 3. drain every P's `runnext` and queue and the global queue, cancelling those tasks;
-    /// 4. close the owned-task list and cancel every parked task.
+    /// 4. close the owned-task list and cancel every parked task;
+    /// 5. close every socket still registered (their polls fail; waiters off the runtime wake).
     ///
     /// After 2 no M polls anything, so 3 and 4 own every unfinished future; each is dropped
     /// exactly once because cancelling goes through the state word (`transition_to_shutdown`).
@@ -449,7 +450,7 @@ impl Shared {
         fence(SeqCst);
         self.wake_all_for_shutdown();
         // The M blocked in `netpoll` (if any) is in no idle list: break it (netpoll/mod.rs).
-        self.netpoll_shutdown();
+        self.netpoll_break();
         {
             let (m, cv) = &self.monitor;
             m.lock().stop = true;
@@ -482,5 +483,8 @@ impl Shared {
         for t in self.owned.close_and_drain() {
             crate::task::core::shutdown_task(t);
         }
+        // Last, sockets that outlive their tasks (moved out of `block_on`, polled by another
+        // executor) fail from now on, and their waiters are woken to see it.
+        self.netpoll_shutdown();
     }
 }
