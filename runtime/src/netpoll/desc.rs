@@ -5,9 +5,19 @@
 //!   bit 2: closed (deregistered, or its runtime shut down); the bits above are a *tick*, a
 //!   count of the events the netpoller delivered, which lets a task clear readiness only if no
 //!   event came since it looked.
-//! * `waiters`: under a mutex, the waker of the task that waits to read and of the one that
-//!   waits to write (Go's `rg` / `wg`; as in Go, one waiter per direction: a second task
-//!   polling the same direction replaces the first's waker).
+//! * `waiters`: under a mutex, the wakers of the tasks that wait to read and of those that
+//!   wait to write (Go's `rg` / `wg`). Go keeps one waiter per direction because its `fd`
+//!   serialises the operations of a direction (`fdMutex`, `fd.readLock`) with a lock held
+//!   across the wait; a future cannot hold such a lock across an abandoned poll, so here every
+//!   task that waits on a direction is kept (once: a task polling again is recognised by
+//!   `Waker::will_wake`) and an event wakes them all: they retry, one gets the data, the others
+//!   see `WouldBlock` and park again (step 2) — tokio's readiness does the same. (A single slot
+//!   would let a second reader's park replace the first's waker, and the first would never
+//!   run again: `tests/net_concurrent.rs`, `two_readers_one_socket`.) A waker whose future
+//!   was dropped while parked (a `timeout` around a read) stays until the direction's next
+//!   event, a deadline change or the close: one spurious wake-up, and `nwaiters` counts it
+//!   until then (so an idle M may block in `netpoll` rather than park). Removing it on drop
+//!   would need a count per entry: two futures of one task share its waker.
 //!
 //! # Protocol (edge-triggered: the netpoller reports *changes*)
 //! 1. **Netpoller** (`set_ready`, an M in `netpoll`): set the bits and bump the tick in one
@@ -31,9 +41,9 @@
 //! (`block_on_reader_races_readiness_procs1` and the models after it).
 //!
 //! `waiters` is a mutex, not Go's lock-free `rg` word: it is taken once per park, which costs a
-//! syscall-sized round anyway, and it keeps the waker (two words) without unsafe code.
+//! syscall-sized round anyway, and it keeps the wakers without unsafe code.
 
-use crate::loom::sync::atomic::{AtomicUsize, Ordering::AcqRel, Ordering::Acquire};
+use crate::loom::sync::atomic::{AtomicUsize, Ordering::AcqRel, Ordering::Acquire, Ordering::SeqCst};
 use crate::loom::sync::Mutex;
 use std::io;
 use std::task::{Context, Poll, Waker};
@@ -74,12 +84,12 @@ pub(crate) struct ReadyEvent {
 
 #[derive(Default)]
 struct Waiters {
-    reader: Option<Waker>,
-    writer: Option<Waker>,
+    reader: Vec<Waker>,
+    writer: Vec<Waker>,
 }
 
 impl Waiters {
-    fn slot(&mut self, dir: Dir) -> &mut Option<Waker> {
+    fn slot(&mut self, dir: Dir) -> &mut Vec<Waker> {
         match dir {
             Dir::Read => &mut self.reader,
             Dir::Write => &mut self.writer,
@@ -119,10 +129,9 @@ impl PollDesc {
         let mut n = 0;
         for (on, dir) in [(read, Dir::Read), (write, Dir::Write)] {
             if on {
-                if let Some(waker) = w.slot(dir).take() {
-                    out.push(waker);
-                    n += 1;
-                }
+                let list = w.slot(dir);
+                n += list.len();
+                out.append(list);
             }
         }
         n
@@ -133,19 +142,26 @@ impl PollDesc {
     pub(crate) fn close(&self, out: &mut Vec<Waker>) -> usize {
         self.ready.fetch_or(CLOSED, AcqRel);
         let mut w = self.waiters.lock();
-        let before = out.len();
-        out.extend(w.reader.take());
-        out.extend(w.writer.take());
-        out.len() - before
+        let n = w.reader.len() + w.writer.len();
+        out.append(&mut w.reader);
+        out.append(&mut w.writer);
+        n
     }
 
     /// Step 2, for a task: `Ready(Ok)` when `dir` is (believed) ready — try the operation and
-    /// `clear_ready` on `WouldBlock`; `Pending` after storing the waker (`parked` is then told
-    /// whether a new waiter was counted); `Ready(Err)` once closed.
+    /// `clear_ready` on `WouldBlock`; `Pending` after storing the waker beside those of the
+    /// other tasks waiting on `dir` (`parked` is then told whether a new waiter was counted:
+    /// false when this task's waker was there already); `Ready(Err)` once closed.
+    ///
+    /// A new waiter is counted in `nwaiters` (the runtime's `netpollWaiters`) here, under the
+    /// `waiters` lock: whoever takes the waker later (an event, a deadline, a close) takes it
+    /// under the same lock and subtracts after, so the count never goes below zero between
+    /// the two (incremented after the unlock, it could: the netpoller's subtraction came first).
     pub(crate) fn poll_ready(
         &self,
         cx: &mut Context<'_>,
         dir: Dir,
+        nwaiters: &AtomicUsize,
         parked: &mut bool,
     ) -> Poll<io::Result<ReadyEvent>> {
         let seen = |r: usize| -> Option<io::Result<ReadyEvent>> {
@@ -164,11 +180,12 @@ impl PollDesc {
         if let Some(r) = seen(self.ready.load(Acquire)) {
             return Poll::Ready(r);
         }
-        let slot = w.slot(dir);
-        *parked = slot.is_none();
-        match slot {
-            Some(old) if old.will_wake(cx.waker()) => {}
-            _ => *slot = Some(cx.waker().clone()),
+        let list = w.slot(dir);
+        *parked = !list.iter().any(|old| old.will_wake(cx.waker()));
+        if *parked {
+            // SeqCst: before the idle path's or `wakep`'s read of it (netpoll/mod.rs, (a)).
+            nwaiters.fetch_add(1, SeqCst);
+            list.push(cx.waker().clone());
         }
         Poll::Pending
     }
@@ -182,20 +199,27 @@ impl PollDesc {
         });
     }
 
-    /// Takes `dir`'s waker, if a task waits (a deadline moved: it must look again).
-    pub(crate) fn take_waiter(&self, dir: Dir) -> Option<Waker> {
-        self.waiters.lock().slot(dir).take()
+    /// Moves `dir`'s wakers to `out` (a deadline moved: the waiters must look again).
+    /// Returns how many it took.
+    pub(crate) fn take_waiters(&self, dir: Dir, out: &mut Vec<Waker>) -> usize {
+        let mut w = self.waiters.lock();
+        let list = w.slot(dir);
+        let n = list.len();
+        out.append(list);
+        n
     }
 
     /// Drops the waker of a task that stopped waiting (its future was dropped, or a deadline
     /// ended the wait). Returns true if one was there (the waiter count goes down).
     pub(crate) fn forget_waiter(&self, dir: Dir, waker: &Waker) -> bool {
         let mut w = self.waiters.lock();
-        let slot = w.slot(dir);
-        if slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
-            *slot = None;
-            return true;
+        let list = w.slot(dir);
+        match list.iter().position(|w| w.will_wake(waker)) {
+            Some(i) => {
+                list.swap_remove(i);
+                true
+            }
+            None => false,
         }
-        false
     }
 }

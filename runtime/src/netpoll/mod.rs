@@ -146,7 +146,8 @@ impl NetPoll {
 pub(crate) struct NetPollState {
     /// Created by the first registration (`netpoll_init`).
     pub(crate) poll: OnceLock<NetPoll>,
-    /// Go's `netpollWaiters`: directions of registered descriptors with a parked waker.
+    /// Go's `netpollWaiters`: wakers parked on registered descriptors (one per task and
+    /// direction it waits on).
     pub(crate) nwaiters: crate::loom::sync::atomic::AtomicUsize,
     /// Go's `sched.lastpoll`: runtime nanoseconds of the last poll (at least 1), or 0 while
     /// an M is blocked in `netpoll`.

@@ -10,9 +10,10 @@
 //!   (`desc.rs`'s protocol), and counts the task in `nwaiters` while it is parked. Each call
 //!   spends one unit of the task's cooperative budget (`coop.rs`).
 //! * Deadlines (Go's `SetReadDeadline` / `SetWriteDeadline`): while a direction's deadline is
-//!   set and past, its operations fail with `TimedOut` at once; an operation parked when the
-//!   deadline passes wakes (a runtime timer is registered beside the descriptor) and fails.
-//!   Moving a deadline wakes the parked operation so it applies the new one.
+//!   set and past, its operations fail with `TimedOut` at once; the operations parked when the
+//!   deadline passes wake (a runtime timer, armed by the first to park, wakes every waiter of
+//!   the direction: `DeadlineWake`) and fail. Moving a deadline wakes the parked operations so
+//!   they apply the new one (a later deadline: they park again under a new timer).
 //! * Drop deletes the kernel registration, removes the table entry and marks the descriptor
 //!   closed, **before** the owner closes the descriptor (the owner's field order): a closed
 //!   descriptor's number can be reused at once by another socket.
@@ -28,14 +29,48 @@ use std::io;
 use std::os::fd::RawFd;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{ready, Context, Poll, Wake, Waker};
 use std::time::Instant;
 
-/// A direction's deadline and the timer that wakes a parked operation at it.
+/// A direction's deadline and the timer that wakes the parked operations at it.
 #[derive(Default)]
 struct Deadline {
     at: Option<Instant>,
     timer: Option<Pin<Box<Sleep>>>,
+    /// The timer's waker (a `DeadlineWake`), made when a deadline first arms a timer.
+    wake: Option<Waker>,
+}
+
+/// What a deadline's timer wakes: every task parked on the direction (they poll again and
+/// fail with `TimedOut`). The timer is armed by whichever task parked first, which may stop
+/// waiting (a dropped future) while others still wait: waking that task alone would leave
+/// them parked past the deadline.
+struct DeadlineWake {
+    shared: Arc<Shared>,
+    desc: Arc<PollDesc>,
+    dir: Dir,
+}
+
+impl Wake for DeadlineWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        wake_waiters(&self.shared, &self.desc, self.dir);
+    }
+}
+
+/// Wakes every task parked on `desc`'s `dir`, taking them out of the waiter count.
+fn wake_waiters(shared: &Shared, desc: &PollDesc, dir: Dir) {
+    let mut wakers = Vec::new();
+    let n = desc.take_waiters(dir, &mut wakers);
+    if n > 0 {
+        shared.net.nwaiters.fetch_sub(n, SeqCst);
+    }
+    for w in wakers {
+        w.wake();
+    }
 }
 
 /// See the module doc.
@@ -96,12 +131,6 @@ impl Registration {
         Ok(Registration { shared, desc, key, fd, deadlines: Default::default() })
     }
 
-    /// The descriptor registered.
-    #[allow(dead_code)] // for the net types' diagnostics
-    pub(crate) fn fd(&self) -> RawFd {
-        self.fd
-    }
-
     /// Its key in the netpoller's table (the loom models raise events by it).
     #[cfg(loom)]
     pub(crate) fn key(&self) -> usize {
@@ -121,13 +150,11 @@ impl Registration {
             return Poll::Ready(Err(timed_out(dir)));
         }
         let mut parked = false;
-        let r = self.desc.poll_ready(cx, dir, &mut parked);
+        let r = self.desc.poll_ready(cx, dir, &self.shared.net.nwaiters, &mut parked);
         if r.is_ready() {
             return r;
         }
         if parked {
-            // SeqCst: before the idle path's or `wakep`'s read of it (netpoll/mod.rs, (a)).
-            self.shared.net.nwaiters.fetch_add(1, SeqCst);
             let on_m = with_current(|c| {
                 c.is_some_and(|c| std::ptr::eq(&*c.shared, &*self.shared) && c.pid.get() != usize::MAX)
             });
@@ -135,17 +162,29 @@ impl Registration {
                 self.shared.netpoll_waiter_off_m();
             }
         }
-        crate::task::wait::set(crate::task::wait::NET, self.fd as u64, di(dir) as u64);
         if let Some(at) = d.at {
+            let d = &mut *d;
+            // The timer wakes every waiter of the direction (`DeadlineWake`), not the task that
+            // armed it: that one may have stopped waiting while others still wait.
+            let wake = d.wake.get_or_insert_with(|| {
+                Waker::from(Arc::new(DeadlineWake {
+                    shared: self.shared.clone(),
+                    desc: self.desc.clone(),
+                    dir,
+                }))
+            });
             let timer = d.timer.get_or_insert_with(|| Box::pin(crate::time::sleep_until(at)));
-            if timer.as_mut().poll(cx).is_ready() {
+            if timer.as_mut().poll(&mut Context::from_waker(wake)).is_ready() {
                 d.timer = None;
                 if self.desc.forget_waiter(dir, cx.waker()) {
                     self.shared.net.nwaiters.fetch_sub(1, SeqCst);
                 }
+                wake.wake_by_ref(); // the others see the deadline passed
                 return Poll::Ready(Err(timed_out(dir)));
             }
         }
+        // After the timer's poll, which records its own reason: this task waits on the socket.
+        crate::task::wait::set(crate::task::wait::NET, self.fd as u64, di(dir) as u64);
         Poll::Pending
     }
 
@@ -181,10 +220,7 @@ impl Registration {
             d.at = at;
             d.timer = None;
         }
-        if let Some(w) = self.desc.take_waiter(dir) {
-            self.shared.net.nwaiters.fetch_sub(1, SeqCst);
-            w.wake();
-        }
+        wake_waiters(&self.shared, &self.desc, dir);
     }
 
     /// `dir`'s deadline.
