@@ -49,10 +49,8 @@ mod client;
 #[path = "net/peers.rs"]
 mod peers;
 
-// The gmprt servers. Until gmprt::net's TCP types are merged, the stand-in gmprt_pending.rs (no
-// gmprt servers: the tokio peer runs alone) is compiled: after the merge, change the path on the
-// next line to "net/gmprt_side.rs".
-#[path = "net/gmprt_pending.rs"]
+// The gmprt servers (hyper on gmprt's netpoller, and the echo server).
+#[path = "net/gmprt_side.rs"]
 mod gmprt_side;
 
 use peers::Side;
@@ -222,8 +220,7 @@ fn coordinate(cli: &Cli, procs: usize, nofile: Option<u64>) {
     let sides = sides();
     let mut notes = Vec::new();
     if sides.len() == 1 {
-        let note = "gmprt side not built (gmprt::net's TCP types are not in this tree yet; benches/net.rs \
-                    compiles net/gmprt_pending.rs): the tokio peer runs alone";
+        let note = "only one side is built: the other runs alone";
         eprintln!("note: {note}");
         notes.push(note.to_string());
     }

@@ -3,9 +3,6 @@
 //! `gmprt::net::hyper` (HyperIo, GmprtTimer), one task per connection spawned with
 //! `gmprt::spawn` from the accepting task, as Go's `net/http` starts one goroutine per
 //! connection.
-//!
-//! Needs gmprt::net's TCP types: until they are merged, net.rs compiles gmprt_pending.rs in
-//! this module's place.
 
 use super::peers::{accept_failed, Server, Side, ECHO_BUF, HELLO};
 use gmprt::runtime::net::{TcpListener, TcpStream};

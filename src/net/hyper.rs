@@ -39,10 +39,10 @@
 //! ```
 //!
 //! A whole server: accept on gmprt's `TcpListener`, one task per connection, as
-//! `benches/net/gmprt_side.rs` serves (marked `ignore` until `gmprt::net`'s TCP types are in
-//! the tree; then `no_run`):
+//! `benches/net/gmprt_side.rs` and `examples/http_server.rs` serve (`no_run`: it serves until
+//! killed):
 //!
-//! ```ignore
+//! ```no_run
 //! use gmprt::net::{hyper::{GmprtTimer, HyperIo}, TcpListener};
 //! use hyper::{body::Incoming, server::conn::http1, service::service_fn, Request, Response};
 //! use std::convert::Infallible;

@@ -6,6 +6,6 @@
 //! poller makes it runnable again when the socket is ready. They implement futures-io's
 //! `AsyncRead`/`AsyncWrite`, which is all [`hyper::HyperIo`] needs to carry HTTP over them.
 
-// (re-exports of gmprt_runtime::net are added with the net types)
+pub use gmprt_runtime::net::*;
 
 pub mod hyper;
