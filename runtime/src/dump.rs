@@ -466,10 +466,15 @@ impl crate::sched::Shared {
         // SeqCst: after this M's SeqCst increment of `npidle` / decrement of `nmspinning`
         // (Dekker against `block_on`'s increment of `parked` and its reads, module doc). A
         // spinner seen here reaches `stopm` later and calls this again.
+        // A task parked on a socket can be woken by the peer: not a deadlock, whatever else
+        // holds. Checked here, not only in `checkdead`: a server's Ps all go idle between
+        // requests (their Ms block in netpoll), and waking the parked `block_on` each time to
+        // run the check was a futex wake and a task scan per request.
         if !self.detect_deadlock
             || self.dead.parked.load(SeqCst) == 0
             || self.npidle.load(SeqCst) != self.procs()
             || self.nmspinning.load(SeqCst) != 0
+            || self.netpoll_any_waiters()
         {
             return;
         }

@@ -17,15 +17,17 @@
 //!
 //! # Where Ms poll (`sched/worker.rs`, `sched/sysmon.rs`)
 //! 1. **Non-blocking, in `findRunnable`**: after the local and global queues and before
-//!    stealing, if some task waits on a descriptor and no M is blocked in `netpoll`
-//!    (`lastpoll != 0`), poll without blocking; the woken tasks go to the global queue in one
-//!    `injectglist` round, and the M looks again.
+//!    stealing (and once every 61 ticks before the queues), if some task waits on a descriptor
+//!    and no M is blocked in `netpoll` (`lastpoll != 0`), poll without blocking; the woken
+//!    tasks go to the tail of this M's P, in event order, and the M looks again.
 //! 2. **Blocking, on the idle path**: an M that found nothing, released its P and rechecked
 //!    (the park protocol of `sched/idle.rs`, step 3) blocks in `netpoll` instead of `stopm` if
 //!    a task waits on a descriptor and it wins `lastpoll.swap(0) != 0` — so at most one M
 //!    blocks there — with the earliest timer as its timeout. Back, it stores `lastpoll = now`,
-//!    takes an idle P if there is one (and runs as a spinning M: the tasks it woke, the timers
-//!    that fell due), else leaves the tasks in the global queue for the busy Ps and parks.
+//!    takes an idle P if there is one and queues the tasks it woke there (with none, it runs
+//!    as a spinning M: a timer fell due), else leaves the tasks in the global queue for the
+//!    busy Ps (`injectglist`) and parks. Taking the P first saves a hand-off: injecting first
+//!    would start another M for the tasks while this one went back to sleep.
 //! 3. **sysmon**: when no M has polled for 10 ms (`lastpoll` older than that), sysmon polls
 //!    without blocking and injects what it finds: a busy P that never empties its queues
 //!    would otherwise starve the network.
@@ -190,7 +192,7 @@ impl Shared {
         // are the waiting thread (sys.rs).
         let blocking = delay != Some(Duration::ZERO);
         if let Err(e) = np.poller.wait(&mut evs, delay, || blocking && self.is_shutdown()) {
-            // EINTR is retried inside `polling`; anything else (EBADF on the epoll fd) would
+            // EINTR returns no events (sys.rs); anything else (EBADF on the epoll fd) would
             // repeat on every call, so say it once per call site and carry on: the tasks stay
             // parked, and a runtime with a broken poller cannot do network I/O at all.
             eprintln!("gmprt: netpoll failed: {e}");
@@ -235,8 +237,30 @@ impl Shared {
         if ws.is_empty() {
             return false;
         }
-        crate::injectglist(ws);
+        self.netpoll_ready_here(ws);
         true
+    }
+
+    /// Queues the tasks a poll woke on the calling M's P, in order, at the tail of its queue
+    /// (Go's `injectglist` with a P, `runqput` for the rest): they run on this P unless the
+    /// ordinary `wakep` of a stealable push brings a spinner to take some. The caller is an M
+    /// holding a P of this runtime, not borrowed.
+    pub(crate) fn netpoll_ready_here(&self, ws: Vec<Waker>) {
+        crate::sched::context::with_current(|cx| {
+            debug_assert!(
+                cx.is_some_and(|cx| std::ptr::eq(&*cx.shared, self) && cx.pid.get() != usize::MAX),
+                "netpoll_ready_here off an M holding a P"
+            );
+            // To the tail, in event order: a batch through `runnext` would run the last
+            // first and push every earlier one back.
+            let prev = cx.map(|cx| cx.wake_to_tail.replace(true));
+            for w in ws {
+                w.wake();
+            }
+            if let (Some(cx), Some(prev)) = (cx, prev) {
+                cx.wake_to_tail.set(prev);
+            }
+        });
     }
 
     /// Step 2 of the module doc, for an M on the idle path that holds no P: true if it should

@@ -133,7 +133,7 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
             }
         }
         // Go's order: the network before stealing, without blocking (netpoll/mod.rs, step 1).
-        // Not under the P borrow: the woken tasks are queued through `injectglist`.
+        // Not under the P borrow: the woken tasks are queued on it.
         if shared.netpoll_nonblocking() {
             continue;
         }
@@ -201,9 +201,8 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
         // timer (netpoll/mod.rs, step 2).
         if shared.netpoll_claim() {
             let ws = shared.netpoll_blocked(next_timer);
-            if !ws.is_empty() {
-                crate::injectglist(ws);
-            }
+            // Go's order: a P first, then the woken tasks onto it; without one (every P busy,
+            // or shutdown), the global queue, where the busy Ps find them.
             let p = {
                 let mut s = shared.sched.lock();
                 if shared.is_shutdown() {
@@ -214,11 +213,18 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
             };
             if let Some(p) = p {
                 cx.set_p(Some(p));
-                // Spinning, as after a timed park: the woken tasks may have gone to any P,
-                // and due timers anywhere are this M's to fire.
-                m.spinning = true;
-                shared.nmspinning.fetch_add(1, SeqCst);
+                if ws.is_empty() {
+                    // A timer fell due (or a break): spinning, as after a timed park, to fire
+                    // due timers anywhere and look at every P.
+                    m.spinning = true;
+                    shared.nmspinning.fetch_add(1, SeqCst);
+                } else {
+                    shared.netpoll_ready_here(ws);
+                }
                 continue;
+            }
+            if !ws.is_empty() {
+                crate::injectglist(ws);
             }
             // Every P is busy (they take the woken tasks from the global queue), or shutdown.
             if shared.is_shutdown() {
