@@ -362,14 +362,19 @@ impl TcpStream {
 
     /// The read, as a poll (for `read` and the futures-io impls).
     pub(crate) fn poll_read_priv(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
-        self.reg.poll_io(cx, Dir::Read, || (&self.inner).read(buf)).map_err(|e| self.err("read from", e))
+        let want = buf.len();
+        self.reg
+            .poll_stream_io(cx, Dir::Read, want, || (&self.inner).read(buf))
+            .map_err(|e| self.err("read from", e))
     }
 
     /// The write, as a poll. std's `write` is `send(MSG_NOSIGNAL)` on Linux and the BSDs
     /// (checked: it returns `EPIPE` with `SIGPIPE` at its default action, where `writev`
     /// kills the process).
     pub(crate) fn poll_write_priv(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.reg.poll_io(cx, Dir::Write, || (&self.inner).write(buf)).map_err(|e| self.err("write to", e))
+        self.reg
+            .poll_stream_io(cx, Dir::Write, buf.len(), || (&self.inner).write(buf))
+            .map_err(|e| self.err("write to", e))
     }
 
     /// A vectored write, as a poll: `sendmsg` with `MSG_NOSIGNAL` (not std's `writev`).
@@ -379,8 +384,9 @@ impl TcpStream {
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let sock = socket2::SockRef::from(&self.inner);
+        let want = bufs.iter().map(|b| b.len()).sum();
         self.reg
-            .poll_io(cx, Dir::Write, || sock.send_vectored_with_flags(bufs, NOSIGNAL))
+            .poll_stream_io(cx, Dir::Write, want, || sock.send_vectored_with_flags(bufs, NOSIGNAL))
             .map_err(|e| self.err("write to", e))
     }
 

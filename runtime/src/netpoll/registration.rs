@@ -207,6 +207,33 @@ impl Registration {
         }
     }
 
+    /// `poll_io` for a stream read or write of `want` bytes: a short transfer (`0 < n < want`)
+    /// means the kernel's buffer was drained (read) or filled (write) at that moment, so the
+    /// direction's readiness is cleared at once (with the tick seen, so an event that came
+    /// since keeps it) and the next call parks without first trying the system call that
+    /// would say `WouldBlock` — one `recv` fewer per request for a server (tokio does the
+    /// same). Not for datagrams: a short datagram says nothing about the next.
+    pub(crate) fn poll_stream_io(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Dir,
+        want: usize,
+        mut op: impl FnMut() -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        ready!(crate::coop::poll_proceed(cx));
+        loop {
+            let ev = ready!(self.poll_ready(cx, dir))?;
+            match op() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.desc.clear_ready(ev),
+                Ok(n) if n > 0 && n < want => {
+                    self.desc.clear_ready(ev);
+                    return Poll::Ready(Ok(n));
+                }
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+
     /// `poll_io` as a future, for an `async fn` body.
     pub(crate) async fn io<R>(&self, dir: Dir, mut op: impl FnMut() -> io::Result<R>) -> io::Result<R> {
         std::future::poll_fn(|cx| self.poll_io(cx, dir, &mut op)).await
