@@ -224,6 +224,12 @@ impl FakeFd {
     pub fn make_ready(&self) {
         *self.data.lock() = true;
         let np = self.reg.shared().net.poll.get().expect("registered, so initialised");
-        np.poller.raise(crate::netpoll::sys::Ready { key: self.reg.key(), read: true, write: false });
+        np.poller.raise(crate::netpoll::sys::Ready {
+            key: self.reg.key(),
+            read: true,
+            write: false,
+            read_closed: false,
+            write_closed: false,
+        });
     }
 }

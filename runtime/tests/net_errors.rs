@@ -317,3 +317,36 @@ fn socket_after_its_runtime_shut_down() {
     let e = rt2.block_on(c.read(&mut [0u8; 4])).unwrap_err();
     assert!(e.to_string().contains("runtime has shut down"), "{e}");
 }
+
+/// Data and the peer's FIN queued together: a read returns the data (short, which clears the
+/// read readiness: the buffer was drained), and the next read must still see the EOF — the
+/// FIN's event may have come before that clear, and no other comes (the closed state is final
+/// in `netpoll/desc.rs`). The reader parks first, so the netpoller takes the events of the
+/// write and the shutdown, together or apart, while it wakes; over many rounds some reads
+/// come after both. A lost EOF would park the read forever, so it is bounded by a timeout far
+/// above any wait here (the bound decides nothing when the EOF is seen).
+#[test]
+fn eof_after_a_short_read_is_seen() {
+    rt().block_on(async {
+        for round in 0..300 {
+            let (c, s, _l) = pair().await;
+            let server = gmprt_runtime::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let n = s.read(&mut buf).await.unwrap();
+                let mut got = buf[..n].to_vec();
+                loop {
+                    let r = gmprt_runtime::time::timeout(Duration::from_secs(30), s.read(&mut buf)).await;
+                    match r.map_err(|_| format!("the EOF was lost after {got:?} (round {round})"))?.unwrap() {
+                        0 => return Ok::<_, String>(got),
+                        n => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+            });
+            until_parked_on_net(1).await;
+            c.write_all(b"0123456789").await.unwrap();
+            c.shutdown(Shutdown::Write).unwrap();
+            assert_eq!(server.await.unwrap().unwrap(), b"0123456789", "round {round}");
+            drop(c);
+        }
+    });
+}

@@ -2,9 +2,12 @@
 //!
 //! # State
 //! * `ready`: one word. Bit 0: readable, bit 1: writable (as far as the netpoller knows),
-//!   bit 2: closed (deregistered, or its runtime shut down); the bits above are a *tick*, a
-//!   count of the events the netpoller delivered, which lets a task clear readiness only if no
-//!   event came since it looked.
+//!   bit 2: closed (deregistered, or its runtime shut down), bits 3 and 4: the peer closed
+//!   the read side (EOF: `EPOLLRDHUP`) / the connection is gone (`EPOLLHUP`, an error) —
+//!   *final* states that no clear removes, so an operation after them is always tried and
+//!   reports the EOF or the error (the event that brought them is the last one the kernel
+//!   sends); the bits above are a *tick*, a count of the events the netpoller delivered,
+//!   which lets a task clear readiness only if no event came since it looked.
 //! * `waiters`: under a mutex, the wakers of the tasks that wait to read and of those that
 //!   wait to write (Go's `rg` / `wg`). Go keeps one waiter per direction because its `fd`
 //!   serialises the operations of a direction (`fdMutex`, `fd.readLock`) with a lock held
@@ -26,6 +29,12 @@
 //!    `clear_ready` with the tick it saw: a compare-exchange that fails if the tick moved (an
 //!    event came since: keep the bit and try again). With the bit clear: lock `waiters`, **load
 //!    `ready` again under the lock**, and store the waker only if the bit is still clear.
+//!    A short stream read or write clears the same way (`Registration::poll_stream_io`: the
+//!    kernel's buffer was drained or filled). That is why EOF and hang-up are *final* bits:
+//!    data and a FIN can arrive as one event, the read that drains the data clears the
+//!    readiness, and no event follows for the FIN — without a bit that no clear removes, the
+//!    next read would park forever (`tests/net_errors.rs`, `eof_after_a_short_read_is_seen`,
+//!    fails in its first rounds without it).
 //! 3. A descriptor starts ready in both directions: the first operation is tried before any
 //!    wait, as Go's `fd.Read` tries the syscall before `pd.waitRead`.
 //!
@@ -54,8 +63,12 @@ pub(crate) const READ: usize = 1;
 pub(crate) const WRITE: usize = 2;
 /// Deregistered or shut down: every poll fails.
 pub(crate) const CLOSED: usize = 4;
+/// The peer closed its writing side: reads see EOF from now on (final).
+pub(crate) const READ_CLOSED: usize = 8;
+/// The connection is gone (hang-up or error): writes fail from now on (final).
+pub(crate) const WRITE_CLOSED: usize = 16;
 /// One event's step of the tick (the bits above the flags).
-const TICK: usize = 8;
+const TICK: usize = 32;
 
 /// Which direction an operation waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +84,14 @@ impl Dir {
         match self {
             Dir::Read => READ,
             Dir::Write => WRITE,
+        }
+    }
+
+    /// The direction's final state (see the module doc).
+    fn closed_bit(self) -> usize {
+        match self {
+            Dir::Read => READ_CLOSED,
+            Dir::Write => WRITE_CLOSED,
         }
     }
 }
@@ -117,8 +138,13 @@ impl PollDesc {
 
     /// Step 1, for the netpoller: marks the directions ready and moves their wakers to `out`.
     /// Returns how many wakers it took (for the waiter count).
-    pub(crate) fn set_ready(&self, read: bool, write: bool, out: &mut Vec<Waker>) -> usize {
-        let bits = if read { READ } else { 0 } | if write { WRITE } else { 0 };
+    pub(crate) fn set_ready(&self, ev: super::sys::Ready, out: &mut Vec<Waker>) -> usize {
+        let read = ev.read || ev.read_closed;
+        let write = ev.write || ev.write_closed;
+        let bits = if read { READ } else { 0 }
+            | if write { WRITE } else { 0 }
+            | if ev.read_closed { READ_CLOSED } else { 0 }
+            | if ev.write_closed { WRITE_CLOSED } else { 0 };
         if bits == 0 {
             return 0;
         }
@@ -168,7 +194,7 @@ impl PollDesc {
             if r & CLOSED != 0 {
                 return Some(Err(io::Error::other(self.closed_why)));
             }
-            (r & dir.bit() != 0).then_some(Ok(ReadyEvent { tick: r & !(TICK - 1), dir }))
+            (r & (dir.bit() | dir.closed_bit()) != 0).then_some(Ok(ReadyEvent { tick: r & !(TICK - 1), dir }))
         };
         // Acquire: pairs with the netpoller's RMW (step 1).
         if let Some(r) = seen(self.ready.load(Acquire)) {

@@ -207,7 +207,7 @@ impl Shared {
             let descs = np.descs.lock();
             for ev in evs {
                 if let Some(d) = descs.get(ev.key) {
-                    taken += d.set_ready(ev.read, ev.write, &mut wakers);
+                    taken += d.set_ready(ev, &mut wakers);
                 }
             }
         }

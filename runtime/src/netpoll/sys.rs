@@ -28,6 +28,10 @@ pub(crate) struct Ready {
     pub(crate) key: usize,
     pub(crate) read: bool,
     pub(crate) write: bool,
+    /// The peer closed its writing side (`EPOLLRDHUP`, or a hang-up): EOF from now on.
+    pub(crate) read_closed: bool,
+    /// The connection is gone (`EPOLLHUP`, an error): writes fail from now on.
+    pub(crate) write_closed: bool,
 }
 
 #[cfg(not(loom))]
@@ -110,9 +114,11 @@ mod imp {
             }
             out.extend(events.iter().filter(|e| e.token() != WAKER).map(|e| Ready {
                 key: e.token().0,
-                // Hang-up and error count as ready both ways: the operation then reports them.
-                read: e.is_readable() || e.is_read_closed() || e.is_error(),
-                write: e.is_writable() || e.is_write_closed() || e.is_error(),
+                read: e.is_readable(),
+                write: e.is_writable(),
+                // Hang-up and error are final both ways: every operation then reports them.
+                read_closed: e.is_read_closed() || e.is_error(),
+                write_closed: e.is_write_closed() || e.is_error(),
             }));
             Ok(true)
         }
