@@ -230,10 +230,16 @@ impl Shared {
     /// Step 1 of the module doc, from `findRunnable`: a non-blocking poll when tasks wait on
     /// descriptors and no M is blocked in `netpoll`. Returns true if it woke any task.
     pub(crate) fn netpoll_nonblocking(&self) -> bool {
-        if !self.netpoll_any_waiters() || self.net.lastpoll.load(SeqCst) == 0 {
+        let last = self.net.lastpoll.load(SeqCst);
+        if !self.netpoll_any_waiters() || last == 0 {
             return false;
         }
         let ws = self.netpoll(Some(Duration::ZERO));
+        // A poll, so sysmon's "no M has polled for 10 ms" stays false while Ms poll this way
+        // (unlike Go, which counts only blocking polls: under load its sysmon polls every
+        // 10 ms and, finding events, stays at its 20 µs period). A failed exchange means an M
+        // blocked in netpoll meanwhile (0) or another poll stored a time: both fine.
+        let _ = self.net.lastpoll.compare_exchange(last, self.now_nanos().max(1), SeqCst, SeqCst);
         if ws.is_empty() {
             return false;
         }
