@@ -198,7 +198,9 @@ impl Shared {
     ///
     /// With `timer` (a runtime-nanosecond deadline, 0 for none) the M wakes by itself at that
     /// time, takes an idle P if there is one and returns as a spinning M, which then fires the
-    /// due timers (Go: the M blocked in `netpoll(delay)`). If every P is busy, their Ms fire
+    /// due timers (Go's idle M blocks in `netpoll(delay)` instead; here one M does so only while
+    /// tasks wait on sockets, `netpoll/mod.rs`, and every other idle M parks here with the
+    /// earliest deadline it saw). If every P is busy, their Ms fire
     /// timers at their next scheduling round, and this M parks again without a deadline.
     pub(crate) fn stopm(&self, park: &Arc<MPark>, mut timer: u64) -> Option<(Box<Processor>, bool)> {
         {
