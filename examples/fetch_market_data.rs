@@ -29,7 +29,9 @@
 #[path = "common/mod.rs"]
 mod common;
 use clap::Parser;
-use common::{check_tasks, count_in, fail, positive, Cli, Procs};
+use common::{
+    check_tasks, count_in, cpu_work, cpu_work_steps_per_us, fail, positive, threads_now, Cli, Procs,
+};
 use gmprt::runtime::net::{TcpListener, TcpStream};
 use gmprt::runtime::time::sleep;
 use std::hint::black_box;
@@ -69,42 +71,6 @@ struct Args {
 }
 
 impl Cli for Args {}
-
-/// The CPU part of a request, as in `io_bound`: dependent multiply/xor-shift steps.
-#[inline(never)]
-fn cpu_work(iters: u64, seed: u64) -> u64 {
-    let mut x = seed | 1;
-    for _ in 0..black_box(iters) {
-        x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0x6A09_E667_F3BC_C909);
-        x ^= x >> 29;
-    }
-    x
-}
-
-/// Steps of `cpu_work` per µs on this core: the median of 7 runs of about 5 ms.
-fn steps_per_us() -> f64 {
-    let time = |iters: u64| {
-        let t = Instant::now();
-        black_box(cpu_work(iters, 12345));
-        t.elapsed().as_secs_f64()
-    };
-    let mut iters = 1u64 << 14;
-    while time(iters) < 5e-3 {
-        iters *= 2;
-    }
-    let mut rates: Vec<f64> = (0..7).map(|_| iters as f64 / (time(iters) * 1e6)).collect();
-    rates.sort_by(f64::total_cmp);
-    rates[3]
-}
-
-/// Threads of this process now (`/proc/self/status`), or 0 where that cannot be read.
-fn threads_now() -> usize {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Threads:").map(|v| v.trim().parse().ok())))
-        .flatten()
-        .unwrap_or(0)
-}
 
 /// CPU time of this process so far (user, system) in ms, from `/proc/self/stat` (clock ticks of
 /// 10 ms: Linux's USER_HZ is 100), or zeros where that cannot be read.
@@ -146,7 +112,8 @@ async fn serve(s: TcpStream, wait: Duration) -> std::io::Result<()> {
     }
 }
 
-/// Reads exactly `buf.len()` bytes; false on a clean end of stream before the first byte.
+/// The server's read of a request: `read_exact`, but a clean end of stream before the first
+/// byte is the client leaving (false), not an error.
 async fn read_full(s: &TcpStream, buf: &mut [u8]) -> std::io::Result<bool> {
     let mut have = 0;
     while have < buf.len() {
@@ -175,14 +142,9 @@ async fn fetch(
     s.write_all(&req).await?;
     let v = cpu_work(iters, i); // build and sign the next order while the quote is on its way
     let mut ans = [0u8; ANS];
-    let got = read_full(&s, &mut ans).await;
+    let got = s.read_exact(&mut ans).await; // UnexpectedEof if the server closed first
     open.fetch_sub(1, Relaxed);
-    if !got? {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            "the server closed before answering",
-        ));
-    }
+    got?;
     if ans[..REQ] != req {
         return Err(std::io::Error::other("the answer is for another request"));
     }
@@ -215,7 +177,7 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
         );
     }
     let (cpu, wait) = (Duration::from_micros(a.cpu_us as u64), Duration::from_millis(a.wait_ms as u64));
-    let iters = (a.cpu_us as f64 * steps_per_us()).round() as u64;
+    let iters = (a.cpu_us as f64 * cpu_work_steps_per_us()).round() as u64;
 
     // Peak threads, sampled every 10 ms by a plain thread (reading one line of /proc).
     let done = Arc::new(AtomicBool::new(false));

@@ -23,7 +23,7 @@
 #[path = "common/mod.rs"]
 mod common;
 use clap::Parser;
-use common::{check_tasks, count_in, fail, positive, try_vec, Cli, Procs};
+use common::{check_tasks, count_in, cpu_work, cpu_work_steps_per_us, fail, positive, try_vec, Cli, Procs};
 use gmprt::runtime::time::sleep;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -67,19 +67,6 @@ impl Cli for Args {
     }
 }
 
-/// The CPU part of a request (parse, validate, sign…), stood in for by `iters` dependent steps
-/// of a 64-bit mix: multiply, add, xor-shift. Each step needs the previous result, so the loop
-/// cannot be vectorised or folded away; `black_box` keeps the count opaque.
-#[inline(never)]
-fn cpu_work(iters: u64, seed: u64) -> u64 {
-    let mut x = seed | 1;
-    for _ in 0..black_box(iters) {
-        x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0x6A09_E667_F3BC_C909);
-        x ^= x >> 29;
-    }
-    x
-}
-
 struct Calibration {
     iters_per_us: f64,
     /// Iterations that make one task's CPU part.
@@ -88,22 +75,10 @@ struct Calibration {
     check_us: f64,
 }
 
-/// Measures how many `cpu_work` steps this core does per µs: a warm-up, then the median of 7
-/// timed runs of about 5 ms each; then checks the result on a batch of calls of the real size.
+/// Measures how many `cpu_work` steps this core does per µs (`cpu_work_steps_per_us`), then
+/// checks the result on a batch of calls of the real size.
 fn calibrate(cpu_us: usize) -> Calibration {
-    let time = |iters: u64| {
-        let t = Instant::now();
-        black_box(cpu_work(iters, 12345));
-        t.elapsed().as_secs_f64()
-    };
-    // Warm up and find a run length of about 5 ms.
-    let mut iters = 1u64 << 14;
-    while time(iters) < 5e-3 {
-        iters *= 2;
-    }
-    let mut rates: Vec<f64> = (0..7).map(|_| iters as f64 / (time(iters) * 1e6)).collect();
-    rates.sort_by(f64::total_cmp);
-    let iters_per_us = rates[rates.len() / 2];
+    let iters_per_us = cpu_work_steps_per_us();
     let task_iters = (cpu_us as f64 * iters_per_us).round() as u64;
     // About 20 ms of calls (at most 2000, at least 1).
     let calls = 20_000usize.checked_div(cpu_us).map_or(1, |c| c.clamp(1, 2_000));

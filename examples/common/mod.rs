@@ -286,17 +286,58 @@ pub fn try_filled<T: Clone>(n: usize, value: T, asked: &str, what: &str) -> Resu
     Ok(v)
 }
 
+/// The number of field `name` (with its colon, e.g. `"Threads:"`) in the text of
+/// `/proc/self/status`, or `None` where it is missing or not a number.
+pub fn status_field(status: &str, name: &str) -> Option<u64> {
+    status
+        .lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+}
+
 /// Resident set size (current, peak) in bytes, from /proc/self/status (Linux).
 pub fn rss() -> (u64, u64) {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        s.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .map_or(0, |kb| kb * 1024)
-    };
+    let field = |name: &str| status_field(&s, name).map_or(0, |kb| kb * 1024);
     (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Threads of this process now (`/proc/self/status`), or 0 where that cannot be read.
+pub fn threads_now() -> usize {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status_field(&s, "Threads:").map_or(0, |n| n as usize)
+}
+
+/// The CPU part of a request in the I/O stories (parse, validate, sign…), stood in for by
+/// `iters` dependent steps of a 64-bit mix: multiply, add, xor-shift. Each step needs the
+/// previous result, so the loop cannot be vectorised or folded away; `black_box` keeps the
+/// count opaque.
+#[inline(never)]
+pub fn cpu_work(iters: u64, seed: u64) -> u64 {
+    let mut x = seed | 1;
+    for _ in 0..std::hint::black_box(iters) {
+        x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0x6A09_E667_F3BC_C909);
+        x ^= x >> 29;
+    }
+    x
+}
+
+/// How many [`cpu_work`] steps this core does per µs: a warm-up that finds a run of about
+/// 5 ms, then the median of 7 timed runs of that length.
+pub fn cpu_work_steps_per_us() -> f64 {
+    let time = |iters: u64| {
+        let t = Instant::now();
+        std::hint::black_box(cpu_work(iters, 12345));
+        t.elapsed().as_secs_f64()
+    };
+    let mut iters = 1u64 << 14;
+    while time(iters) < 5e-3 {
+        iters *= 2;
+    }
+    let mut rates: Vec<f64> = (0..7).map(|_| iters as f64 / (time(iters) * 1e6)).collect();
+    rates.sort_by(f64::total_cmp);
+    rates[rates.len() / 2]
 }
 
 /// A gmprt runtime with `procs` Ps (default: `GMPRT_MAXPROCS`, else the available parallelism).
