@@ -136,9 +136,9 @@ impl PollDesc {
         }
     }
 
-    /// Step 1, for the netpoller: marks the directions ready and moves their wakers to `out`.
-    /// Returns how many wakers it took (for the waiter count).
-    pub(crate) fn set_ready(&self, ev: super::sys::Ready, out: &mut Vec<Waker>) -> usize {
+    /// Step 1, for the netpoller: marks the directions ready and moves their wakers to `out`
+    /// (each was counted in `nwaiters` when its task parked: `Shared::netpoll_uncount`).
+    pub(crate) fn set_ready(&self, ev: super::sys::Ready, out: &mut Vec<Waker>) {
         let read = ev.read || ev.read_closed;
         let write = ev.write || ev.write_closed;
         let bits = if read { READ } else { 0 }
@@ -146,32 +146,26 @@ impl PollDesc {
             | if ev.read_closed { READ_CLOSED } else { 0 }
             | if ev.write_closed { WRITE_CLOSED } else { 0 };
         if bits == 0 {
-            return 0;
+            return;
         }
         // AcqRel: releases to the task's Acquire load (it then tries the operation); the
         // `waiters` lock below orders this RMW before the netpoller's critical section.
         let _ = self.ready.fetch_update(AcqRel, Acquire, |r| Some((r | bits).wrapping_add(TICK)));
         let mut w = self.waiters.lock();
-        let mut n = 0;
         for (on, dir) in [(read, Dir::Read), (write, Dir::Write)] {
             if on {
-                let list = w.slot(dir);
-                n += list.len();
-                out.append(list);
+                out.append(w.slot(dir));
             }
         }
-        n
     }
 
-    /// Marks the descriptor closed and moves both wakers to `out` (deregistration, shutdown).
-    /// Returns how many it took.
-    pub(crate) fn close(&self, out: &mut Vec<Waker>) -> usize {
+    /// Marks the descriptor closed and moves both directions' wakers to `out`
+    /// (deregistration, shutdown).
+    pub(crate) fn close(&self, out: &mut Vec<Waker>) {
         self.ready.fetch_or(CLOSED, AcqRel);
         let mut w = self.waiters.lock();
-        let n = w.reader.len() + w.writer.len();
         out.append(&mut w.reader);
         out.append(&mut w.writer);
-        n
     }
 
     /// Step 2, for a task: `Ready(Ok)` when `dir` is (believed) ready — try the operation and
@@ -226,13 +220,8 @@ impl PollDesc {
     }
 
     /// Moves `dir`'s wakers to `out` (a deadline moved: the waiters must look again).
-    /// Returns how many it took.
-    pub(crate) fn take_waiters(&self, dir: Dir, out: &mut Vec<Waker>) -> usize {
-        let mut w = self.waiters.lock();
-        let list = w.slot(dir);
-        let n = list.len();
-        out.append(list);
-        n
+    pub(crate) fn take_waiters(&self, dir: Dir, out: &mut Vec<Waker>) {
+        out.append(self.waiters.lock().slot(dir));
     }
 
     /// Drops the waker of a task that stopped waiting (its future was dropped, or a deadline

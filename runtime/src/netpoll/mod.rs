@@ -202,19 +202,32 @@ impl Shared {
             return Vec::new();
         }
         let mut wakers = Vec::with_capacity(evs.len());
-        let mut taken = 0;
         {
             let descs = np.descs.lock();
             for ev in evs {
                 if let Some(d) = descs.get(ev.key) {
-                    taken += d.set_ready(ev, &mut wakers);
+                    d.set_ready(ev, &mut wakers);
                 }
             }
         }
-        if taken > 0 {
-            self.net.nwaiters.fetch_sub(taken, SeqCst);
-        }
+        self.netpoll_uncount(&wakers);
         wakers
+    }
+
+    /// Takes wakers a `PollDesc` handed out (`set_ready`, `close`, `take_waiters`) out of
+    /// `nwaiters`: each was counted when its task parked (`PollDesc::poll_ready`).
+    fn netpoll_uncount(&self, wakers: &[Waker]) {
+        if !wakers.is_empty() {
+            self.net.nwaiters.fetch_sub(wakers.len(), SeqCst);
+        }
+    }
+
+    /// `netpoll_uncount`, then wakes them (a close or a moved deadline, off the poll path).
+    pub(crate) fn netpoll_wake(&self, wakers: Vec<Waker>) {
+        self.netpoll_uncount(&wakers);
+        for w in wakers {
+            w.wake();
+        }
     }
 
     /// Go's `netpollBreak`: wakes the M blocked in `netpoll`, or makes the next blocking poll
@@ -252,11 +265,8 @@ impl Shared {
     /// ordinary `wakep` of a stealable push brings a spinner to take some. The caller is an M
     /// holding a P of this runtime, not borrowed.
     pub(crate) fn netpoll_ready_here(&self, ws: Vec<Waker>) {
+        debug_assert!(self.current_pid().is_some(), "netpoll_ready_here off an M holding a P");
         crate::sched::context::with_current(|cx| {
-            debug_assert!(
-                cx.is_some_and(|cx| std::ptr::eq(&*cx.shared, self) && cx.pid.get() != usize::MAX),
-                "netpoll_ready_here off an M holding a P"
-            );
             // To the tail, in event order: a batch through `runnext` would run the last
             // first and push every earlier one back.
             let prev = cx.map(|cx| cx.wake_to_tail.replace(true));
@@ -322,18 +332,12 @@ impl Shared {
     pub(crate) fn netpoll_shutdown(&self) {
         let Some(np) = self.net.poll.get() else { return };
         let mut wakers = Vec::new();
-        let mut taken = 0;
         {
             let descs = np.descs.lock();
             for d in descs.slots.iter().filter_map(|(_, d)| d.as_ref()) {
-                taken += d.close(&mut wakers);
+                d.close(&mut wakers);
             }
         }
-        if taken > 0 {
-            self.net.nwaiters.fetch_sub(taken, SeqCst);
-        }
-        for w in wakers {
-            w.wake();
-        }
+        self.netpoll_wake(wakers);
     }
 }

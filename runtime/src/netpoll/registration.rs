@@ -64,13 +64,8 @@ impl Wake for DeadlineWake {
 /// Wakes every task parked on `desc`'s `dir`, taking them out of the waiter count.
 fn wake_waiters(shared: &Shared, desc: &PollDesc, dir: Dir) {
     let mut wakers = Vec::new();
-    let n = desc.take_waiters(dir, &mut wakers);
-    if n > 0 {
-        shared.net.nwaiters.fetch_sub(n, SeqCst);
-    }
-    for w in wakers {
-        w.wake();
-    }
+    desc.take_waiters(dir, &mut wakers);
+    shared.netpoll_wake(wakers);
 }
 
 /// See the module doc.
@@ -154,13 +149,8 @@ impl Registration {
         if r.is_ready() {
             return r;
         }
-        if parked {
-            let on_m = with_current(|c| {
-                c.is_some_and(|c| std::ptr::eq(&*c.shared, &*self.shared) && c.pid.get() != usize::MAX)
-            });
-            if !on_m {
-                self.shared.netpoll_waiter_off_m();
-            }
+        if parked && self.shared.current_pid().is_none() {
+            self.shared.netpoll_waiter_off_m();
         }
         if let Some(at) = d.at {
             let d = &mut *d;
@@ -274,12 +264,7 @@ impl Drop for Registration {
         let _ = np.poller.delete(self.fd);
         np.remove(self.key);
         let mut wakers = Vec::new();
-        let n = self.desc.close(&mut wakers);
-        if n > 0 {
-            self.shared.net.nwaiters.fetch_sub(n, SeqCst);
-        }
-        for w in wakers {
-            w.wake();
-        }
+        self.desc.close(&mut wakers);
+        self.shared.netpoll_wake(wakers);
     }
 }

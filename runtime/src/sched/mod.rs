@@ -390,14 +390,20 @@ impl Shared {
         }
     }
 
+    /// The id of the P of this runtime that the calling thread holds, or `None` (a plain
+    /// thread, `block_on`, another runtime's M, an M between Ps or in a `syscall`).
+    #[inline]
+    pub(crate) fn current_pid(&self) -> Option<usize> {
+        with_current(|cx| match cx {
+            Some(cx) if std::ptr::eq(&*cx.shared, self) && cx.pid.get() != usize::MAX => Some(cx.pid.get()),
+            _ => None,
+        })
+    }
+
     /// Bumps a counter in the calling M's P block, or in the shared block off-P.
     #[inline]
     fn bump_local(&self, which: impl Fn(&PStats) -> &stats::Counter) {
-        let pid = with_current(|cx| match cx {
-            Some(cx) if std::ptr::eq(&*cx.shared, self) => cx.pid.get(),
-            _ => usize::MAX,
-        });
-        match self.allp.get(pid) {
+        match self.current_pid().map(|pid| &self.allp[pid]) {
             // We hold this P: single writer.
             Some(p) => which(&p.stats).bump(),
             None => which(&self.external_stats).bump_shared(),
