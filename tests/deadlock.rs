@@ -9,6 +9,7 @@ use gmprt::runtime::sync::{Mutex, WaitGroup};
 use gmprt::runtime::{syscall, time, Runtime};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -174,6 +175,63 @@ fn an_external_wait_is_not_a_deadlock() {
 #[test]
 fn a_foreign_future_is_not_a_deadlock() {
     outside_case(false);
+}
+
+// A program is every runtime of the process: a task of one runtime may await a task (or a
+// channel) of another, so one runtime with every task parked is not a deadlock while another
+// can still wake it, and a cycle through two runtimes is one.
+
+#[test]
+fn a_task_awaiting_a_busy_runtime_is_not_a_deadlock() {
+    let a = Runtime::builder().procs(1).detect_deadlock(true).build().unwrap();
+    let b = Runtime::builder().procs(1).detect_deadlock(true).build().unwrap();
+    let go = Arc::new(AtomicBool::new(false));
+    let go2 = go.clone();
+    let inner = b.spawn(async move {
+        // Runnable on b until the main thread has read a's verdict.
+        while !go2.load(Ordering::Acquire) {
+            gmprt::runtime::yield_now().await;
+        }
+        7
+    });
+    let outer = a.spawn(async move { inner.await.unwrap() });
+    // Every P of a idle, its only task parked on b's JoinHandle: a alone looks deadlocked.
+    loop {
+        let parked = a
+            .dump()
+            .tasks
+            .iter()
+            .any(|t| t.state == TaskState::Parked && matches!(t.wait, WaitReason::Join { .. }));
+        if parked && a.stats().idle_procs == a.procs() {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    let verdict = a.handle().deadlocked();
+    assert!(verdict.is_none(), "false report while runtime b can still wake a:\n{}", verdict.unwrap());
+    go.store(true, Ordering::Release);
+    assert_eq!(a.block_on(outer).unwrap(), 7);
+}
+
+#[test]
+fn a_cycle_through_two_runtimes_is_reported() {
+    let a = rt();
+    // The check is off on b: b does not report, but its tasks count in a's check all the same.
+    let b = Runtime::builder().procs(1).detect_deadlock(false).build().unwrap();
+    let (tx, rx) = chan::<u32>(0);
+    let inner = b.spawn(async move { rx.recv().await });
+    let outer = a.spawn(async move {
+        // Holds the only sender while it awaits the receiver: neither can go on.
+        let v = inner.await;
+        drop(tx);
+        v
+    });
+    let err = a.try_block_on(outer).unwrap_err();
+    let t = err.dump.tasks.iter().find(|t| t.id.is_some()).unwrap();
+    assert!(matches!(t.wait, WaitReason::Join { .. }), "{t}");
+    // b's side of the cycle, as b's own dump shows it.
+    let d = b.dump();
+    assert!(d.tasks.iter().any(|t| matches!(t.wait, WaitReason::ChanRecv { .. })), "{d}");
 }
 
 /// Waits (yielding, no sleeps) until the dump shows the `block_on` future parked on a

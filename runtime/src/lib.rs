@@ -29,6 +29,7 @@
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 pub mod chan;
+mod checkdead;
 pub mod coop;
 pub mod dump;
 pub mod latency;

@@ -60,7 +60,7 @@ impl ThreadParker {
         *self.notified.lock()
     }
 
-    fn park(&self) {
+    pub(crate) fn park(&self) {
         let mut n = self.notified.lock();
         while !*n {
             self.cv.wait(&mut n);
@@ -82,16 +82,16 @@ pub(crate) fn block_on_local<F: Future>(fut: F, (parker, waker): (Arc<ThreadPark
 }
 
 /// `Runtime::try_block_on`'s loop: polls `fut` with `entry`'s wait cell current, and before
-/// each park marks the thread parked and runs the deadlock check (`dump.rs`). `None`: the
+/// each park marks the thread parked and runs the deadlock check (`checkdead.rs`). `None`: the
 /// check found that nothing can wake the program (the dump is in `dead`).
 pub(crate) fn block_on_checked<F: Future>(
     fut: F,
     parker: &ThreadParker,
-    entry: &crate::dump::BlockOn,
+    entry: &crate::checkdead::BlockOn,
     shared: &crate::sched::Shared,
     dead: &mut Option<crate::dump::TaskDump>,
 ) -> Option<F::Output> {
-    use std::sync::atomic::Ordering::{Release, SeqCst};
+    use std::sync::atomic::Ordering::Release;
     let mut fut = pin!(fut);
     let mut cx = Context::from_waker(&entry.waker);
     loop {
@@ -103,20 +103,11 @@ pub(crate) fn block_on_checked<F: Future>(
         }
         // Release: a dump that reads `parked` (Acquire) also sees the wait reason above.
         entry.parked.store(true, Release);
-        if shared.detect_deadlock {
-            // SeqCst: pairs with `pidleput`'s increment of `npidle` (dump.rs, module doc).
-            shared.dead.parked.fetch_add(1, SeqCst);
-            if let Some(d) = shared.checkdead() {
-                shared.dead.parked.fetch_sub(1, SeqCst);
-                entry.parked.store(false, Release);
-                *dead = Some(d);
-                return None;
-            }
-            parker.park();
-            shared.dead.parked.fetch_sub(1, SeqCst);
-        } else {
-            parker.park();
-        }
+        let found = crate::checkdead::park_block_on(shared, parker);
         entry.parked.store(false, Release);
+        if found.is_some() {
+            *dead = found;
+            return None;
+        }
     }
 }

@@ -161,8 +161,9 @@ impl Builder {
     }
 
     /// Whether `block_on` reports Go's "all goroutines are asleep - deadlock!" (with a task
-    /// dump) instead of hanging when nothing can wake the program (default on, off in loom
-    /// models; overrides `GMPRT_DEADLOCK`, where `0` turns it off). See [`crate::dump`] for what the check can and cannot see:
+    /// dump) instead of hanging when nothing can wake the program — every runtime of the
+    /// process counted, with its check on or off (default on, off in loom models; overrides
+    /// `GMPRT_DEADLOCK`, where `0` turns it off). See [`crate::dump`] for what the check can and cannot see:
     /// turn it off in a program whose plain OS threads keep channel ends or a `Handle` to use
     /// while every task waits.
     pub fn detect_deadlock(mut self, on: bool) -> Self {
@@ -396,7 +397,7 @@ impl Runtime {
         let cx = Context::new(self.shared.clone(), usize::MAX);
         let _g = enter(&cx);
         let (parker, waker) = ThreadParker::current_waker();
-        let entry = Arc::new(crate::dump::BlockOn {
+        let entry = Arc::new(crate::checkdead::BlockOn {
             wait: crate::task::wait::WaitCell::new(),
             site: std::panic::Location::caller(),
             parked: std::sync::atomic::AtomicBool::new(false),
@@ -404,7 +405,7 @@ impl Runtime {
             parker: parker.clone(),
         });
         /// Takes the entry out of the registry however `block_on` ends (a panic included).
-        struct Registered<'a>(&'a Shared, Arc<crate::dump::BlockOn>);
+        struct Registered<'a>(&'a Shared, Arc<crate::checkdead::BlockOn>);
         impl Drop for Registered<'_> {
             fn drop(&mut self) {
                 let mut list = self.0.dead.block_ons.lock().unwrap_or_else(|e| e.into_inner());
@@ -535,8 +536,9 @@ impl Handle {
         self.shared.dump()
     }
 
-    /// What a parked `block_on` would report now: the dump of a program nothing can wake
-    /// (Go's `checkdead`, see [`crate::dump`]), or `None` while anything can still run. For
+    /// What a parked `block_on` would report now: the dump of this runtime's tasks when nothing
+    /// in the process can wake them (Go's `checkdead`, over every runtime; see [`crate::dump`]),
+    /// or `None` while anything can still run. For
     /// watchdogs and tests; `block_on` runs the same check by itself.
     pub fn deadlocked(&self) -> Option<crate::dump::TaskDump> {
         self.shared.checkdead()

@@ -175,7 +175,7 @@ impl<T> Sender<T> {
     /// Sends `value` if that needs no waiting: `Full(value)` if the buffer is full (for an
     /// unbuffered channel: no receiver is waiting), `Closed(value)` if the channel is closed.
     pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
-        crate::dump::note_outside_use();
+        crate::checkdead::note_outside_use();
         self.chan.with_lock(|st, wakes| st.send_now(value, wakes))
     }
 
@@ -183,7 +183,7 @@ impl<T> Sender<T> {
     /// then see `None`; waiting and future sends fail with their values back. Returns true if
     /// this call closed it, false if it was closed already.
     pub fn close(&self) -> bool {
-        crate::dump::note_outside_use();
+        crate::checkdead::note_outside_use();
         self.chan.with_lock(|st, wakes| st.close(wakes))
     }
 
@@ -240,13 +240,13 @@ impl<T> Receiver<T> {
     /// Receives a value if that needs no waiting: `Empty` if none is buffered and no sender is
     /// waiting, `Closed` if the channel is closed and drained.
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        crate::dump::note_outside_use();
+        crate::checkdead::note_outside_use();
         self.chan.with_lock(|st, wakes| st.recv_now(wakes))
     }
 
     /// Closes the channel, as [`Sender::close`]. Buffered values can still be received.
     pub fn close(&self) -> bool {
-        crate::dump::note_outside_use();
+        crate::checkdead::note_outside_use();
         self.chan.with_lock(|st, wakes| st.close(wakes))
     }
 

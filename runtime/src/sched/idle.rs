@@ -116,7 +116,7 @@ impl Shared {
         }
         s.pidle.push(p);
         if self.npidle.fetch_add(1, SeqCst) + 1 == self.procs() {
-            // The last P went idle: a parked `block_on` may now find a deadlock (dump.rs).
+            // The last P went idle: a parked `block_on` may now find a deadlock (checkdead.rs).
             self.wake_block_ons_if_dead();
         }
     }
@@ -224,7 +224,7 @@ impl Shared {
             self.nmidle.fetch_add(1, SeqCst);
         }
         // This M stopped spinning and gave its P back: if that made the scheduler quiet, a
-        // parked `block_on` runs the deadlock check (dump.rs).
+        // parked `block_on` runs the deadlock check (checkdead.rs).
         self.wake_block_ons_if_dead();
         self.external_stats.parks.bump_shared();
         self.trace_park();

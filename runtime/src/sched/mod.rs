@@ -61,7 +61,7 @@ pub(crate) struct Config {
     pub(crate) task_cache: bool,
     /// Cap on M threads (Go's `SetMaxThreads`).
     pub(crate) max_threads: usize,
-    /// Whether `block_on` runs the deadlock check (`dump.rs`).
+    /// Whether `block_on` runs the deadlock check (`checkdead.rs`).
     pub(crate) detect_deadlock: bool,
 }
 
@@ -103,9 +103,9 @@ pub(crate) struct Shared {
     pub(crate) monitor: (Mutex<sysmon::SysmonCtl>, Condvar),
     /// The thread cap (Go's `SetMaxThreads`), see `syscall.rs`.
     pub(crate) max_threads: usize,
-    /// Whether `block_on` runs the deadlock check, and its state (`dump.rs`).
+    /// Whether `block_on` runs the deadlock check, and its state (`checkdead.rs`).
     pub(crate) detect_deadlock: bool,
-    pub(crate) dead: crate::dump::DeadState,
+    pub(crate) dead: crate::checkdead::DeadState,
     /// The netpoller (`netpoll/`): created by the first socket, polled by the Ms.
     pub(crate) net: crate::netpoll::NetPollState,
 }
@@ -165,6 +165,7 @@ impl Shared {
             dead: Default::default(),
             net: crate::netpoll::NetPollState::new(),
         });
+        crate::checkdead::register(&shared);
         (shared, ps)
     }
 
@@ -442,7 +443,8 @@ impl Shared {
     /// 2. join every M thread (running polls finish first: futures are never preempted);
     /// 3. drain every P's `runnext` and queue and the global queue, cancelling those tasks;
     /// 4. close the owned-task list and cancel every parked task;
-    /// 5. close every socket still registered (their polls fail; waiters off the runtime wake).
+    /// 5. close every socket still registered (their polls fail; waiters off the runtime wake);
+    /// 6. leave the process-wide deadlock check (`checkdead.rs`), waking its parked checkers.
     ///
     /// After 2 no M polls anything, so 3 and 4 own every unfinished future; each is dropped
     /// exactly once because cancelling goes through the state word (`transition_to_shutdown`).
@@ -492,5 +494,7 @@ impl Shared {
         // Last, sockets that outlive their tasks (moved out of `block_on`, polled by another
         // executor) fail from now on, and their waiters are woken to see it.
         self.netpoll_shutdown();
+        // No task of ours is left to wake anyone: the deadlock check stops counting us.
+        self.checkdead_forget();
     }
 }

@@ -95,7 +95,7 @@ where
             return Some(Err(shared.max_threads));
         }
         // Counted before the P can be handed off (SeqCst: the deadlock check reads it with the
-        // idle counters, dump.rs): a task in a syscall is in no queue, so the check must see
+        // idle counters, checkdead.rs): a task in a syscall is in no queue, so the check must see
         // the count whenever its P is idle.
         shared.dead.in_syscall.fetch_add(1, SeqCst);
         shared.trace_syscall_enter(pid, cx.mid);

@@ -14,7 +14,7 @@ use std::future::Future;
 
 /// Blocks the calling thread until `fut` completes (see the module doc).
 pub(crate) fn block_on<F: Future>(fut: F) -> F::Output {
-    crate::dump::note_outside_use();
+    crate::checkdead::note_outside_use();
     let wait = move || block_on_local(fut, ThreadParker::current_waker());
     match crate::syscall(wait) {
         Ok(v) => v,

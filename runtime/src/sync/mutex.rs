@@ -99,7 +99,7 @@ impl<T> Mutex<T> {
     /// Locks the mutex if it is unlocked now and not in starvation mode (Go's `TryLock`: in
     /// starvation mode the mutex belongs to the queue's head even between owners).
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        crate::dump::note_outside_use();
+        crate::checkdead::note_outside_use();
         self.raw.try_lock().then(|| MutexGuard::new(self))
     }
 
