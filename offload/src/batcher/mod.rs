@@ -129,7 +129,9 @@
 //! panics: panics are caught and fail the batch). A worker exits only when, under
 //! `central`, the Batcher is closed *and* the open batch is empty; once closed, nothing is
 //! accepted, so nothing can arrive after it looked. Every other worker still finishes the
-//! batch it holds. Shutdown (explicit or the drop of the last [`Batcher`] clone) sets the
+//! batch it holds; the first to exit wakes every worker still waiting, so each sees the same
+//! state and exits too (a worker can start waiting after shutdown's notification, when the
+//! batch left open was not stamped yet). Shutdown (explicit or the drop of the last [`Batcher`] clone) sets the
 //! word's closed bit (no admission succeeds after it) and notifies every worker, so an open batch is taken (`CloseReason::Shutdown`)
 //! and run. A submit after shutdown, or one still waiting for room at shutdown, gets
 //! [`OffloadError::Closed`] — it was never accepted.

@@ -122,6 +122,13 @@ impl<K: BatchKernel> Shared<K> {
             let w = self.stage.word();
             if w.open() == 0 {
                 if w.closed() {
+                    // Closed and empty for good (no admission succeeds once closed): wake the
+                    // other workers so each sees it too. Shutdown's `notify_all` reaches only
+                    // those waiting then; one that found the closed batch not yet stamped
+                    // waits after it, and the stamp's `notify_one` may go to another worker,
+                    // which takes the batch — leaving this one waiting with nothing left to
+                    // wake it, and shutdown joining it forever.
+                    self.work.notify_all();
                     return None;
                 }
                 if !spun {
