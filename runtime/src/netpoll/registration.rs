@@ -183,18 +183,9 @@ impl Registration {
         &self,
         cx: &mut Context<'_>,
         dir: Dir,
-        mut op: impl FnMut() -> io::Result<R>,
+        op: impl FnMut() -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
-        // A socket that is always ready (a fast peer, a full backlog) must not keep the P:
-        // one unit of the task's cooperative budget per operation, as every gmprt resource.
-        ready!(crate::coop::poll_proceed(cx));
-        loop {
-            let ev = ready!(self.poll_ready(cx, dir))?;
-            match op() {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.desc.clear_ready(ev),
-                r => return Poll::Ready(r),
-            }
-        }
+        self.poll_io_draining(cx, dir, op, |_| false)
     }
 
     /// `poll_io` for a stream read or write of `want` bytes: a short transfer (`0 < n < want`)
@@ -208,18 +199,33 @@ impl Registration {
         cx: &mut Context<'_>,
         dir: Dir,
         want: usize,
-        mut op: impl FnMut() -> io::Result<usize>,
+        op: impl FnMut() -> io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
+        self.poll_io_draining(cx, dir, op, |&n| n > 0 && n < want)
+    }
+
+    /// The one loop behind `poll_io` and `poll_stream_io`: `drained(r)` says that a success
+    /// `r` also left the direction not ready, so its readiness is cleared before returning.
+    fn poll_io_draining<R>(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Dir,
+        mut op: impl FnMut() -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
+    ) -> Poll<io::Result<R>> {
+        // A socket that is always ready (a fast peer, a full backlog) must not keep the P:
+        // one unit of the task's cooperative budget per operation, as every gmprt resource.
         ready!(crate::coop::poll_proceed(cx));
         loop {
             let ev = ready!(self.poll_ready(cx, dir))?;
             match op() {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.desc.clear_ready(ev),
-                Ok(n) if n > 0 && n < want => {
-                    self.desc.clear_ready(ev);
-                    return Poll::Ready(Ok(n));
+                r => {
+                    if matches!(&r, Ok(v) if drained(v)) {
+                        self.desc.clear_ready(ev);
+                    }
+                    return Poll::Ready(r);
                 }
-                r => return Poll::Ready(r),
             }
         }
     }
