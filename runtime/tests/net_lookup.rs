@@ -2,7 +2,7 @@
 //! through `syscall` (Go's cgo resolver), a refused hand-off says why.
 #![cfg(all(unix, not(loom)))]
 
-use gmprt_runtime::net::{lookup_host, TcpListener, TcpStream};
+use gmprt_runtime::net::{lookup_host, lookup_ip, TcpListener, TcpStream};
 use gmprt_runtime::Runtime;
 use std::io::ErrorKind;
 use std::net::SocketAddr;
@@ -38,12 +38,39 @@ fn only_names_use_a_syscall() {
     assert_eq!(v6, ["[::1]:443".parse::<SocketAddr>().unwrap()]);
 }
 
+/// Go's `LookupHost("localhost")`: a bare host resolves (port 0); `connect` and `bind` still
+/// want the port and say so, naming the host.
 #[test]
-fn a_missing_port_is_invalid_input_naming_the_host() {
+fn a_bare_host_resolves_and_connect_wants_a_port() {
     let rt = Runtime::builder().procs(1).build().unwrap();
-    let e = rt.block_on(lookup_host("localhost")).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::InvalidInput);
-    assert!(e.to_string().starts_with("lookup localhost: "), "{e}");
+    rt.block_on(async {
+        let addrs = lookup_host("localhost").await.unwrap();
+        assert!(
+            !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback() && a.port() == 0),
+            "{addrs:?}"
+        );
+        assert_eq!(lookup_host("::1").await.unwrap(), ["[::1]:0".parse().unwrap()]);
+        let ips = lookup_ip("localhost").await.unwrap();
+        assert!(!ips.is_empty() && ips.iter().all(|ip| ip.is_loopback()), "{ips:?}");
+        let unique: std::collections::HashSet<_> = ips.iter().collect();
+        assert_eq!(unique.len(), ips.len(), "lookup_ip lists each address once: {ips:?}");
+        let e = TcpStream::connect("localhost").await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        assert!(e.to_string().starts_with("lookup localhost: "), "{e}");
+        let e = lookup_ip("nosuch.invalid").await.unwrap_err();
+        assert!(e.to_string().starts_with("lookup nosuch.invalid: "), "{e}");
+    });
+}
+
+/// A 100 KB host name is not copied whole into the error: its head and its length.
+#[test]
+fn a_huge_host_name_is_cut_in_the_error() {
+    let rt = Runtime::builder().procs(1).build().unwrap();
+    let host = format!("{}:80", "a".repeat(100_000));
+    let e = rt.block_on(lookup_host(&host)).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.len() < 1_000, "the message is {} bytes", msg.len());
+    assert!(msg.contains("(100003 bytes)"), "{}", &msg[..msg.len().min(400)]);
 }
 
 /// With the thread cap reached (one M, which runs the task), `syscall` refuses the hand-off

@@ -118,11 +118,12 @@ impl<T: Sealed + ?Sized> Sealed for &T {
     }
 }
 
-/// Resolves `host` (`"name:port"`, `"127.0.0.1:80"`, `"[::1]:80"`) to its socket addresses,
-/// in the resolver's order (Go's `net.LookupHost` with the port attached, tokio's
-/// `lookup_host`). A numeric address is parsed in place; a name is resolved by the system's
-/// resolver inside [`crate::syscall`] (module doc): the task's M blocks, its P does not.
-/// Works outside a runtime too (it then simply blocks the calling thread).
+/// Resolves `host` (`"name:port"`, `"127.0.0.1:80"`, `"[::1]:80"`, or a bare `"name"` /
+/// address as Go's `net.LookupHost` takes, which gives port 0) to its socket addresses, in
+/// the resolver's order (tokio's `lookup_host`; [`lookup_ip`] gives the bare addresses). A
+/// numeric address is parsed in place; a name is resolved by the system's resolver inside
+/// [`crate::syscall`] (module doc): the task's M blocks, its P does not. Works outside a
+/// runtime too (it then simply blocks the calling thread).
 ///
 /// ```
 /// let rt = gmprt_runtime::Runtime::builder().procs(1).build().unwrap();
@@ -131,15 +132,60 @@ impl<T: Sealed + ?Sized> Sealed for &T {
 ///     assert!(addrs.iter().all(|a| a.ip().is_loopback() && a.port() == 80));
 ///     let numeric = gmprt_runtime::net::lookup_host("[::1]:8080").await.unwrap();
 ///     assert_eq!(numeric, ["[::1]:8080".parse().unwrap()]);
+///     let bare = gmprt_runtime::net::lookup_host("localhost").await.unwrap(); // Go's form
+///     assert!(bare.iter().all(|a| a.ip().is_loopback() && a.port() == 0));
 /// });
 /// ```
 ///
 /// # Errors
-/// The resolver's (kind and message kept, the host named: `lookup nosuch.invalid:80: ...`),
-/// `InvalidInput` for a string without a port, and an error naming the thread cap when
-/// [`crate::syscall`] refuses ([`crate::ThreadLimit`]).
+/// The resolver's (kind and message kept, the host named: `lookup nosuch.invalid:80: ...`;
+/// a name longer than 256 bytes is cut in the message, its length said), and an error naming
+/// the thread cap when [`crate::syscall`] refuses ([`crate::ThreadLimit`]).
 pub async fn lookup_host(host: &str) -> io::Result<Vec<SocketAddr>> {
+    lookup_any(host)
+}
+
+/// `lookup` that also takes a bare host (an address, or a name without a port: port 0).
+/// Only for the lookup functions: `connect` and `bind` still want the port said.
+fn lookup_any(host: &str) -> io::Result<Vec<SocketAddr>> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, 0)]);
+    }
+    if host.parse::<SocketAddr>().is_err() && !host.contains(':') {
+        return lookup(&format!("{host}:0")).map_err(|e| {
+            // Name the host as the caller wrote it, not with the port added here.
+            let inner = e.into_inner().and_then(|e| e.downcast::<super::OpError>().ok());
+            match inner {
+                Some(op) => host_error("lookup", host, op.into_source()),
+                None => io::Error::other(format!("lookup {host}: failed")),
+            }
+        });
+    }
     lookup(host)
+}
+
+/// The IP addresses of a host name (Go's `net.LookupIP`; `"localhost"`, `"example.com"`,
+/// or an address, returned as it is), in the resolver's order, without repeats (the system
+/// resolver lists an address once per socket type).
+///
+/// ```
+/// # let rt = gmprt_runtime::Runtime::builder().procs(1).build().unwrap();
+/// # rt.block_on(async {
+/// let ips = gmprt_runtime::net::lookup_ip("localhost").await.unwrap();
+/// assert!(!ips.is_empty() && ips.iter().all(|ip| ip.is_loopback()));
+/// # });
+/// ```
+///
+/// # Errors
+/// As [`lookup_host`].
+pub async fn lookup_ip(host: &str) -> io::Result<Vec<IpAddr>> {
+    let mut ips = Vec::new();
+    for a in lookup_any(host)? {
+        if !ips.contains(&a.ip()) {
+            ips.push(a.ip());
+        }
+    }
+    Ok(ips)
 }
 
 /// [`lookup_host`]'s body, for the synchronous callers (`bind`): it never awaits.

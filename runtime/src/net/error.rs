@@ -57,6 +57,11 @@ impl OpError {
     pub fn raw_os_error(&self) -> Option<i32> {
         self.source.raw_os_error()
     }
+
+    /// The error it wraps.
+    pub(crate) fn into_source(self) -> io::Error {
+        self.source
+    }
 }
 
 impl fmt::Display for OpError {
@@ -80,7 +85,21 @@ pub(crate) fn op_error(op: &'static str, addr: Option<SocketAddr>, e: io::Error)
     io::Error::new(e.kind(), OpError { op, addr, host: None, source: e })
 }
 
+/// The longest host name an error quotes whole: DNS allows 253 bytes, so a longer one is a
+/// mistake (a 100 KB string from a bad config), quoted by its head and its length.
+const HOST_IN_ERROR_MAX: usize = 256;
+
 /// Wraps `e` as an [`OpError`] for `op` on a host name (`"example.com:80"`), keeping its kind.
+/// A name over [`HOST_IN_ERROR_MAX`] bytes is cut there, with its length said.
 pub(crate) fn host_error(op: &'static str, host: &str, e: io::Error) -> io::Error {
-    io::Error::new(e.kind(), OpError { op, addr: None, host: Some(host.to_owned()), source: e })
+    let host = if host.len() > HOST_IN_ERROR_MAX {
+        let mut cut = HOST_IN_ERROR_MAX;
+        while !host.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        format!("{}... ({} bytes)", &host[..cut], host.len())
+    } else {
+        host.to_owned()
+    };
+    io::Error::new(e.kind(), OpError { op, addr: None, host: Some(host), source: e })
 }

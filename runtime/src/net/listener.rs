@@ -7,7 +7,11 @@
 //! * `accept` parks the task until a connection arrives; the stream it returns is
 //!   registered with the same runtime, non-blocking, with `TCP_NODELAY` set (Go's default).
 //!   An aborted handshake (`ECONNABORTED`) is skipped, as Go's `accept` does; other errors
-//!   (`EMFILE`: out of descriptors) are returned, naming the listener.
+//!   (`EMFILE`: out of descriptors) are returned, naming the listener. A server that must
+//!   outlive them uses `accept_retrying` (Go's `net/http` back-off: 5 ms doubling to 1 s on
+//!   `EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`).
+//! * A deadline (`set_deadline`, Go's `SetDeadline`) is checked before readiness: past it,
+//!   accept fails with `TimedOut` even with a connection queued.
 //! * Drop deregisters, then closes.
 
 use super::addr::{resolve, ToSocketAddrs};
@@ -19,6 +23,29 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+/// `accept_retrying`'s first wait after a temporary error, and its cap: Go's `net/http`
+/// (`tempDelay`: 5 ms, doubled per failure in a row, at most 1 s) — long enough for a
+/// connection's task to finish and free its descriptor, short enough not to be noticed.
+const ACCEPT_RETRY_FIRST: Duration = Duration::from_millis(5);
+const ACCEPT_RETRY_MAX: Duration = Duration::from_secs(1);
+
+/// Whether an accept error passes by itself once the process frees resources: `EMFILE` and
+/// `ENFILE` (out of descriptors: the connection stays queued in the kernel until one is
+/// free), `ENOBUFS` and `ENOMEM` (out of socket buffers or memory), `ECONNABORTED` (the peer
+/// gave up; [`TcpListener::accept`] already skips it). A server loop waits and accepts again
+/// rather than ending ([`TcpListener::accept_retrying`] does).
+///
+/// ```
+/// use gmprt_runtime::net::is_temporary_accept_error;
+/// assert!(is_temporary_accept_error(&std::io::Error::from_raw_os_error(libc::EMFILE)));
+/// assert!(!is_temporary_accept_error(&std::io::Error::from_raw_os_error(libc::EBADF)));
+/// ```
+pub fn is_temporary_accept_error(e: &io::Error) -> bool {
+    let code = e.raw_os_error().or_else(|| e.get_ref()?.downcast_ref::<super::OpError>()?.raw_os_error());
+    matches!(code, Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM | libc::ECONNABORTED))
+}
 
 /// A TCP socket server, listening for connections (Go's `net.TCPListener`).
 ///
@@ -108,11 +135,88 @@ impl TcpListener {
         });
         r.map(|r| {
             let (s, peer) = r?;
-            // Go's default on accepted connections too; a failure leaves the OS's default.
-            let _ = s.set_nodelay(true);
+            // Go's defaults on accepted connections too (`newTCPConn`); a failure leaves the
+            // OS's default, as in Go.
+            super::stream::set_go_defaults(&s);
             Ok((TcpStream::new(s, Some(peer))?, peer))
         })
-        .map_err(|e| op_error("accept on", self.inner.local_addr().ok(), e))
+        .map_err(|e: io::Error| {
+            let e = match e.kind() {
+                // The registration's deadline error speaks of reads; a listener's is Go's
+                // `SetDeadline` on accepts.
+                io::ErrorKind::TimedOut => {
+                    io::Error::new(io::ErrorKind::TimedOut, "accept deadline exceeded (set_deadline)")
+                }
+                _ => e,
+            };
+            op_error("accept on", self.inner.local_addr().ok(), e)
+        })
+    }
+
+    /// Accepts a connection, riding out the errors a server recovers from by waiting (Go's
+    /// `net/http` `Server.Serve` loop): out of descriptors (`EMFILE`, `ENFILE`), out of
+    /// buffers or memory (`ENOBUFS`, `ENOMEM`) — see [`is_temporary_accept_error`]. For each
+    /// it calls `on_retry(&error, delay)` (log it: nothing is dropped silently), sleeps
+    /// `delay` — 5 ms, doubling to 1 s, as Go — and tries again; the connection that could
+    /// not be taken stays queued in the kernel and is accepted once a descriptor is free. Any
+    /// other error (a deadline, a closed runtime) is returned.
+    ///
+    /// ```
+    /// # let rt = gmprt_runtime::Runtime::builder().procs(1).build().unwrap();
+    /// # rt.block_on(async {
+    /// use gmprt_runtime::net::{TcpListener, TcpStream};
+    /// let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let _client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+    /// let (conn, peer) = listener
+    ///     .accept_retrying(|e, delay| eprintln!("accept: {e}; retrying in {delay:?}"))
+    ///     .await
+    ///     .unwrap();
+    /// assert_eq!(conn.peer_addr().unwrap(), peer);
+    /// # });
+    /// ```
+    ///
+    /// # Errors
+    /// As [`accept`](Self::accept), less the temporary ones.
+    pub async fn accept_retrying(
+        &self,
+        mut on_retry: impl FnMut(&io::Error, Duration),
+    ) -> io::Result<(TcpStream, SocketAddr)> {
+        let mut delay = ACCEPT_RETRY_FIRST;
+        loop {
+            match self.accept().await {
+                Err(e) if is_temporary_accept_error(&e) => {
+                    on_retry(&e, delay);
+                    crate::time::sleep(delay).await;
+                    delay = (delay * 2).min(ACCEPT_RETRY_MAX);
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// Sets the deadline for accepts (Go's `TCPListener.SetDeadline`): once `at` has passed,
+    /// `accept` fails with `TimedOut` — at once, even with a connection queued (the deadline
+    /// is checked first, as Go's), and an accept parked when it passes is woken to fail.
+    /// `None` clears it; a new deadline applies to the accepts already parked.
+    ///
+    /// ```
+    /// # let rt = gmprt_runtime::Runtime::builder().procs(1).build().unwrap();
+    /// # rt.block_on(async {
+    /// use gmprt_runtime::net::TcpListener;
+    /// use std::time::{Duration, Instant};
+    /// let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    /// listener.set_deadline(Some(Instant::now() + Duration::from_millis(10)));
+    /// let err = listener.accept().await.unwrap_err(); // nobody connects
+    /// assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+    /// # });
+    /// ```
+    pub fn set_deadline(&self, at: Option<Instant>) {
+        self.reg.set_deadline(Dir::Read, at);
+    }
+
+    /// The accept deadline, if one is set.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.reg.deadline(Dir::Read)
     }
 
     /// The address it listens on.

@@ -3,12 +3,16 @@
 //! | Go                                   | here                                               |
 //! |--------------------------------------|----------------------------------------------------|
 //! | `net.Listen("tcp", addr)`, `Accept`  | [`TcpListener::bind`], [`TcpListener::accept`]     |
+//! | `net/http`'s accept loop (back-off on `EMFILE`) | [`TcpListener::accept_retrying`]    |
+//! | `TCPListener.SetDeadline`            | [`TcpListener::set_deadline`]                      |
+//! | `SetKeepAlive`, `SetReadBuffer`, ... | [`TcpStream::set_keepalive`], [`TcpStream::set_read_buffer`], ... |
 //! | `net.Dial("tcp", addr)`              | [`TcpStream::connect`]                             |
 //! | `conn.Read` / `conn.Write`           | [`TcpStream::read`] / [`TcpStream::write_all`]     |
 //! | `SetReadDeadline`, `SetWriteDeadline`| [`TcpStream::set_read_deadline`], ...              |
 //! | `CloseWrite`                         | [`TcpStream::shutdown`]`(Shutdown::Write)`         |
 //! | `net.ListenUDP`, `ReadFrom`, `WriteTo` | [`UdpSocket`]                                    |
 //! | `net.LookupHost` (cgo resolver)      | [`lookup_host`] (through [`crate::syscall`])       |
+//! | `net.LookupIP`                       | [`lookup_ip`]                                      |
 //! | `net.OpError`                        | [`OpError`], inside an [`std::io::Error`]          |
 //!
 //! # Contract
@@ -33,7 +37,7 @@
 //!
 //! Differences from Go, said plainly: a conn's concurrent writes are not serialised (Go's
 //! `fdMutex` makes each `Write` atomic against the others: give a stream one writer, or a
-//! [`crate::sync::Mutex`]); TCP keep-alive is not turned on by default (Go enables it, 15 s).
+//! [`crate::sync::Mutex`]). TCP keep-alive is on by default with Go's 15 s period.
 
 mod addr;
 mod error;
@@ -43,9 +47,9 @@ mod split;
 mod stream;
 mod udp;
 
-pub use addr::{lookup_host, ToSocketAddrs};
+pub use addr::{lookup_host, lookup_ip, ToSocketAddrs};
 pub use error::OpError;
-pub use listener::TcpListener;
+pub use listener::{is_temporary_accept_error, TcpListener};
 pub use split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf};
 pub use stream::TcpStream;
 pub use udp::UdpSocket;

@@ -15,8 +15,10 @@
 //!   `sendmsg(MSG_NOSIGNAL)` (std's vectored write is `writev`, which raises it). A write
 //!   after the peer closed fails with `BrokenPipe` or `ConnectionReset`; a read after the end
 //!   of the stream returns `Ok(0)`.
-//! * Like Go, `connect` and `accept` set `TCP_NODELAY` (Nagle's algorithm off): small writes
-//!   go out at once. [`TcpStream::set_nodelay`] turns it back on.
+//! * Like Go, `connect` and `accept` set `TCP_NODELAY` (Nagle's algorithm off: small writes
+//!   go out at once; [`TcpStream::set_nodelay`] turns it back on) and TCP keep-alive with a
+//!   15 s period (a vanished peer is noticed; [`TcpStream::set_keepalive`],
+//!   [`TcpStream::set_keepalive_period`]).
 //! * Drop deregisters the socket from the netpoller, then closes it (field order).
 
 use super::addr::{resolve, ToSocketAddrs};
@@ -142,7 +144,8 @@ impl TcpStream {
     }
 
     /// Reads into `buf`, returning how many bytes came; `Ok(0)` at the end of the stream (the
-    /// peer shut down its writing side, or `buf` is empty).
+    /// peer shut down its writing side) or at once when `buf` is empty — before any readiness
+    /// or deadline check, as Go's `Read` (its `TestZeroByteRead`).
     ///
     /// # Errors
     /// `ConnectionReset` and the other OS errors, `TimedOut` past the read deadline.
@@ -173,11 +176,14 @@ impl TcpStream {
     }
 
     /// Reads into `buf` without taking the bytes out of the socket (`MSG_PEEK`): the next read
-    /// returns them again.
+    /// returns them again. An empty `buf` is `Ok(0)` at once, as for [`read`](Self::read).
     ///
     /// # Errors
     /// As [`read`](Self::read).
     pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0); // as `read`: nothing to wait for
+        }
         self.reg.io(Dir::Read, || self.inner.peek(buf)).await.map_err(|e| self.err("peek at", e))
     }
 
@@ -246,6 +252,88 @@ impl TcpStream {
     /// The OS's.
     pub fn nodelay(&self) -> io::Result<bool> {
         self.inner.nodelay()
+    }
+
+    /// Turns TCP keep-alive on or off (Go's `SetKeepAlive`). `connect` and `accept` turn it on
+    /// with a 15 s period, as Go's dialer and listener do; off, a peer that vanished without a
+    /// FIN (its host crashed, a cable pulled) leaves an idle connection open for ever.
+    ///
+    /// ```
+    /// # let rt = gmprt_runtime::Runtime::builder().procs(1).build().unwrap();
+    /// # rt.block_on(async {
+    /// use gmprt_runtime::net::{TcpListener, TcpStream};
+    /// use std::time::Duration;
+    /// let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let conn = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+    /// assert!(conn.keepalive().unwrap()); // Go's default
+    /// conn.set_keepalive_period(Duration::from_secs(30)).unwrap();
+    /// conn.set_keepalive(false).unwrap();
+    /// assert!(!conn.keepalive().unwrap());
+    /// # });
+    /// ```
+    ///
+    /// # Errors
+    /// The OS's.
+    pub fn set_keepalive(&self, on: bool) -> io::Result<()> {
+        socket2::SockRef::from(&self.inner).set_keepalive(on)
+    }
+
+    /// Whether TCP keep-alive is on (`SO_KEEPALIVE`).
+    ///
+    /// # Errors
+    /// The OS's.
+    pub fn keepalive(&self) -> io::Result<bool> {
+        socket2::SockRef::from(&self.inner).keepalive()
+    }
+
+    /// Turns keep-alive on with a first probe after `period` of silence and one every
+    /// `period` after that (Go's `SetKeepAlivePeriod`; the kernel counts whole seconds).
+    ///
+    /// # Errors
+    /// `InvalidInput` for a period under one second (the kernel's unit: it would round to
+    /// zero, which it refuses); the OS's.
+    pub fn set_keepalive_period(&self, period: Duration) -> io::Result<()> {
+        if period < Duration::from_secs(1) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("keep-alive period {period:?} is under the kernel's unit of one second"),
+            ));
+        }
+        set_keepalive_period(&self.inner, period)
+    }
+
+    /// Sets the size of the socket's receive buffer (Go's `SetReadBuffer`, `SO_RCVBUF`; Linux
+    /// doubles the value for its bookkeeping and caps it at `net.core.rmem_max`).
+    ///
+    /// # Errors
+    /// The OS's.
+    pub fn set_read_buffer(&self, bytes: usize) -> io::Result<()> {
+        socket2::SockRef::from(&self.inner).set_recv_buffer_size(bytes)
+    }
+
+    /// The size of the receive buffer, as the kernel reports it (`SO_RCVBUF`).
+    ///
+    /// # Errors
+    /// The OS's.
+    pub fn read_buffer(&self) -> io::Result<usize> {
+        socket2::SockRef::from(&self.inner).recv_buffer_size()
+    }
+
+    /// Sets the size of the socket's send buffer (Go's `SetWriteBuffer`, `SO_SNDBUF`; doubled
+    /// and capped by Linux as the receive buffer).
+    ///
+    /// # Errors
+    /// The OS's.
+    pub fn set_write_buffer(&self, bytes: usize) -> io::Result<()> {
+        socket2::SockRef::from(&self.inner).set_send_buffer_size(bytes)
+    }
+
+    /// The size of the send buffer, as the kernel reports it (`SO_SNDBUF`).
+    ///
+    /// # Errors
+    /// The OS's.
+    pub fn write_buffer(&self) -> io::Result<usize> {
+        socket2::SockRef::from(&self.inner).send_buffer_size()
     }
 
     /// Sets the IP time-to-live of outgoing packets.
@@ -361,7 +449,15 @@ impl TcpStream {
     }
 
     /// The read, as a poll (for `read` and the futures-io impls).
+    ///
+    /// An empty `buf` is `Ok(0)` at once, before any readiness or deadline check: there is
+    /// nothing to wait for (std's `read` and Go's `TestZeroByteRead` say the same). Waiting
+    /// would park an idle connection's reader for ever: a read that takes no bytes makes no
+    /// progress for the readiness protocol to report.
     pub(crate) fn poll_read_priv(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
         let want = buf.len();
         self.reg
             .poll_stream_io(cx, Dir::Read, want, || (&self.inner).read(buf))
@@ -396,33 +492,63 @@ impl TcpStream {
     }
 }
 
-/// One attempt of `connect`: a non-blocking socket, registered, then `connect`; the task parks
+/// One attempt of `connect`: a non-blocking socket, `connect`, then registered; the task parks
 /// until the socket is writable and reads the outcome (Go's `fd.connect`).
+///
+/// Registered **after** `connect` started, as Go's `netFD.connect` (`pfd.Init` after the
+/// `connect` call) and mio: a TCP socket that has not started connecting is in `TCP_CLOSE`,
+/// which the kernel reports as `EPOLLOUT | EPOLLHUP`, and a netpoller that looked in that
+/// window took the hang-up for a final EOF — 200 idle readers then left one M spinning on
+/// `recv` → `EAGAIN` for ever (issue 23; `tests/net_errors.rs`, `idle_connected_readers_park`).
+/// In `SYN_SENT` the kernel reports nothing until the handshake ends, either way.
 async fn connect_one(addr: SocketAddr) -> io::Result<TcpStream> {
     let sock = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
     sock.set_nonblocking(true)?;
-    let reg = Registration::new(sock.as_raw_fd())?;
-    match sock.connect(&addr.into()) {
-        Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
-            // Writable means the handshake ended: connected (a peer address), or failed
-            // (SO_ERROR). Neither yet: spurious readiness, wait again.
-            reg.io(Dir::Write, || match sock.peer_addr() {
-                Ok(_) => Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => match sock.take_error()? {
-                    Some(e) => Err(e),
-                    None => Err(io::ErrorKind::WouldBlock.into()),
-                },
-                Err(e) => Err(e),
-            })
-            .await?;
-        }
+    let in_progress = match sock.connect(&addr.into()) {
+        Ok(()) => false,
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => true,
         Err(e) => return Err(e),
+    };
+    let reg = Registration::new(sock.as_raw_fd())?;
+    if in_progress {
+        // Writable means the handshake ended: connected (a peer address), or failed
+        // (SO_ERROR). Neither yet: spurious readiness, wait again.
+        reg.io(Dir::Write, || match sock.peer_addr() {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => match sock.take_error()? {
+                Some(e) => Err(e),
+                None => Err(io::ErrorKind::WouldBlock.into()),
+            },
+            Err(e) => Err(e),
+        })
+        .await?;
     }
     let inner: std::net::TcpStream = sock.into();
-    // Go's default (`newTCPConn`): no Nagle delay. A failure leaves the default, as in Go.
-    let _ = inner.set_nodelay(true);
+    set_go_defaults(&inner);
     Ok(TcpStream { reg, inner, peer: Some(addr) })
+}
+
+/// Go's keep-alive period for dialed and accepted connections (`net.defaultTCPKeepAlive`,
+/// 15 s): the first probe after 15 s of silence, then one every 15 s — a peer that vanished
+/// (unplugged, its host crashed) is noticed in about two minutes instead of the kernel's two
+/// hours, and a NAT on the path keeps the connection's mapping.
+pub(crate) const KEEPALIVE_PERIOD: Duration = Duration::from_secs(15);
+
+/// Go's defaults for a new connection (`newTCPConn` and the dialer's / listener's
+/// `KeepAlive`): `TCP_NODELAY` on (no Nagle delay) and keep-alive on with
+/// [`KEEPALIVE_PERIOD`]. A failure leaves the OS's default, as in Go.
+pub(crate) fn set_go_defaults(s: &std::net::TcpStream) {
+    let _ = s.set_nodelay(true);
+    let _ = set_keepalive_period(s, KEEPALIVE_PERIOD);
+}
+
+/// Keep-alive on, first probe after `period` of silence and one every `period` after (Go's
+/// `setKeepAlivePeriod`: idle time and interval alike).
+fn set_keepalive_period(s: &std::net::TcpStream, period: Duration) -> io::Result<()> {
+    let ka = socket2::TcpKeepalive::new().with_time(period);
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd", target_os = "macos"))]
+    let ka = ka.with_interval(period);
+    socket2::SockRef::from(s).set_tcp_keepalive(&ka)
 }
 
 impl AsRawFd for TcpStream {

@@ -29,8 +29,12 @@
 //!    `clear_ready` with the tick it saw: a compare-exchange that fails if the tick moved (an
 //!    event came since: keep the bit and try again). With the bit clear: lock `waiters`, **load
 //!    `ready` again under the lock**, and store the waker only if the bit is still clear.
-//!    A short stream read or write clears the same way (`Registration::poll_stream_io`: the
-//!    kernel's buffer was drained or filled). That is why EOF and hang-up are *final* bits:
+//!    A `WouldBlock` clears the direction's final bit with it: the kernel just said the
+//!    direction is not at its end (see `clear_ready`; a hang-up read off a socket before its
+//!    `connect` would otherwise keep every later poll trying, never parking: issue 23).
+//!    A short stream read or write clears the readiness bit alone (`clear_drained`,
+//!    `Registration::poll_stream_io`: the kernel's buffer was drained or filled). That is why
+//!    EOF and hang-up are *final* bits:
 //!    data and a FIN can arrive as one event, the read that drains the data clears the
 //!    readiness, and no event follows for the FIN — without a bit that no clear removes, the
 //!    next read would park forever (`tests/net_errors.rs`, `eof_after_a_short_read_is_seen`,
@@ -211,11 +215,27 @@ impl PollDesc {
     }
 
     /// Step 2: the operation said `WouldBlock` after `ev`; clear its direction unless an event
-    /// came since (the tick moved).
+    /// came since (the tick moved). The direction's final bit goes too: the kernel has just
+    /// said that the direction is neither at its end nor in error (a read after a FIN returns
+    /// 0, a write after a hang-up fails: neither says `WouldBlock`), so the bit was not final
+    /// after all — an `EPOLLHUP` read off a socket before its `connect` (`TCP_CLOSE` reports
+    /// it), or a UDP socket's `EPOLLERR` for an ICMP error that the `recv` just returned. Kept,
+    /// it would make every later poll try the operation again, and never park.
     pub(crate) fn clear_ready(&self, ev: ReadyEvent) {
+        self.clear(ev, ev.dir.bit() | ev.dir.closed_bit());
+    }
+
+    /// Step 2 for a short stream transfer after `ev` (`Registration::poll_stream_io`): clear the
+    /// direction's readiness unless an event came since, and keep its final bit — a short read
+    /// drained the data, and a FIN that came with it still has to be read.
+    pub(crate) fn clear_drained(&self, ev: ReadyEvent) {
+        self.clear(ev, ev.dir.bit());
+    }
+
+    fn clear(&self, ev: ReadyEvent, bits: usize) {
         // AcqRel/Acquire: a failed exchange's load must see the newer event to retry on it.
         let _ = self.ready.fetch_update(AcqRel, Acquire, |r| {
-            (r & !(TICK - 1) == ev.tick && r & CLOSED == 0).then_some(r & !ev.dir.bit())
+            (r & !(TICK - 1) == ev.tick && r & CLOSED == 0).then_some(r & !bits)
         });
     }
 
@@ -236,5 +256,68 @@ impl PollDesc {
             }
             None => false,
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::netpoll::sys::Ready;
+
+    fn event(read: bool, write: bool, read_closed: bool, write_closed: bool) -> Ready {
+        Ready { key: 0, read, write, read_closed, write_closed }
+    }
+
+    /// Polls `dir` once with a no-op waker: `Some(ev)` when it reads ready, `None` when it parks.
+    fn poll(d: &PollDesc, dir: Dir, nwaiters: &AtomicUsize) -> Option<ReadyEvent> {
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut parked = false;
+        match d.poll_ready(&mut cx, dir, nwaiters, &mut parked) {
+            Poll::Ready(r) => Some(r.unwrap()),
+            Poll::Pending => None,
+        }
+    }
+
+    /// The readiness word receives the hang-up of a socket that has not finished connecting
+    /// (`TCP_CLOSE` reads as `EPOLLOUT | EPOLLHUP`, which mio reports as both directions
+    /// closed), and the operations then say `WouldBlock` (the connection came up): each clear
+    /// must leave the direction parked, not ready for ever (issue 23).
+    #[test]
+    fn hang_up_before_connect_then_would_block_parks() {
+        let d = PollDesc::new();
+        let n = AtomicUsize::new(0);
+        d.set_ready(event(false, true, true, true), &mut Vec::new());
+        for dir in [Dir::Read, Dir::Write] {
+            let ev = poll(&d, dir, &n).expect("ready after the event");
+            d.clear_ready(ev); // the operation said WouldBlock
+            assert!(poll(&d, dir, &n).is_none(), "{dir:?} still reads ready after WouldBlock");
+        }
+        assert_eq!(n.load(SeqCst), 2, "one waiter parked per direction");
+    }
+
+    /// A real EOF: data and the FIN in one event; the short read that drains the data clears
+    /// readiness but keeps the final bit, so the next read is tried and sees the end.
+    #[test]
+    fn a_short_read_keeps_the_eof() {
+        let d = PollDesc::new();
+        let n = AtomicUsize::new(0);
+        let ev = poll(&d, Dir::Read, &n).unwrap(); // new: ready both ways
+        d.clear_ready(ev);
+        assert!(poll(&d, Dir::Read, &n).is_none());
+        d.set_ready(event(true, false, true, false), &mut Vec::new());
+        let ev = poll(&d, Dir::Read, &n).unwrap();
+        d.clear_drained(ev); // a short read
+        assert!(poll(&d, Dir::Read, &n).is_some(), "the EOF must still be read");
+    }
+
+    /// An event that comes between the poll and the clear keeps the direction ready (the tick).
+    #[test]
+    fn an_event_since_the_poll_keeps_readiness() {
+        let d = PollDesc::new();
+        let n = AtomicUsize::new(0);
+        let ev = poll(&d, Dir::Read, &n).unwrap();
+        d.set_ready(event(true, false, false, false), &mut Vec::new());
+        d.clear_ready(ev);
+        assert!(poll(&d, Dir::Read, &n).is_some());
     }
 }

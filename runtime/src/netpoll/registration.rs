@@ -7,8 +7,10 @@
 //!   both directions) and the runtime's table.
 //! * [`Registration::poll_io`] runs an operation that fails with `WouldBlock` when it would
 //!   block, parking the task on the descriptor until the netpoller sees it ready again
-//!   (`desc.rs`'s protocol), and counts the task in `nwaiters` while it is parked. Each call
-//!   spends one unit of the task's cooperative budget (`coop.rs`).
+//!   (`desc.rs`'s protocol), and counts the task in `nwaiters` while it is parked. Each try
+//!   of the operation spends one unit of the task's cooperative budget (`coop.rs`), so a
+//!   descriptor that reads "ready" while the operation keeps saying `WouldBlock` costs a
+//!   yield every `coop::BUDGET` tries, never a core.
 //! * Deadlines (Go's `SetReadDeadline` / `SetWriteDeadline`): while a direction's deadline is
 //!   set and past, its operations fail with `TimedOut` at once; the operations parked when the
 //!   deadline passes wake (a runtime timer, armed by the first to park, wakes every waiter of
@@ -213,16 +215,19 @@ impl Registration {
         mut op: impl FnMut() -> io::Result<R>,
         drained: impl Fn(&R) -> bool,
     ) -> Poll<io::Result<R>> {
-        // A socket that is always ready (a fast peer, a full backlog) must not keep the P:
-        // one unit of the task's cooperative budget per operation, as every gmprt resource.
-        ready!(crate::coop::poll_proceed(cx));
         loop {
+            // A socket that is always ready (a fast peer, a full backlog) must not keep the P:
+            // one unit of the task's cooperative budget per try, as every gmprt resource. Per
+            // try, not per call: readiness that keeps saying "ready" while the operation says
+            // `WouldBlock` (an event per try, or a bit that no clear removes) then costs a
+            // yield every `coop::BUDGET` tries, not a core forever inside one poll (issue 23).
+            ready!(crate::coop::poll_proceed(cx));
             let ev = ready!(self.poll_ready(cx, dir))?;
             match op() {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.desc.clear_ready(ev),
                 r => {
                     if matches!(&r, Ok(v) if drained(v)) {
-                        self.desc.clear_ready(ev);
+                        self.desc.clear_drained(ev);
                     }
                     return Poll::Ready(r);
                 }
