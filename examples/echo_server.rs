@@ -28,7 +28,7 @@ const BUF: usize = 4096;
 struct Args {
     /// Address to listen on (port 0: any free port; the chosen address is printed)
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7000")]
-    addr: SocketAddr,
+    addr: String,
     /// Stop after serving this many connections to their end (default: run until killed)
     #[arg(long, value_name = "N", value_parser = positive)]
     max_conns: Option<usize>,
@@ -57,7 +57,7 @@ async fn echo(s: TcpStream) -> std::io::Result<u64> {
 /// end (forever with `None`). Returns the bytes echoed.
 fn run(
     rt: &gmprt::Runtime,
-    addr: SocketAddr,
+    addr: &str,
     max: Option<usize>,
     ready: impl FnOnce(SocketAddr),
 ) -> std::io::Result<u64> {
@@ -68,7 +68,8 @@ fn run(
         let total = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let mut accepted = 0usize;
         while max.is_none_or(|m| accepted < m) {
-            let (s, peer) = listener.accept().await?;
+            let (s, peer) =
+                listener.accept_retrying(|e, delay| eprintln!("{NAME}: {e}; retrying in {delay:?}")).await?;
             accepted += 1;
             wg.add(1);
             let (wg, total) = (wg.clone(), total.clone());
@@ -96,7 +97,7 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
     let rt = a.procs.gmprt().unwrap_or_else(|e| fail(NAME, e));
     let procs = rt.procs();
     let total =
-        run(&rt, a.addr, a.max_conns, |addr| println!("{NAME}: listening on {addr} with {procs} procs"))
+        run(&rt, &a.addr, a.max_conns, |addr| println!("{NAME}: listening on {addr} with {procs} procs"))
             .unwrap_or_else(|e| fail(NAME, format!("{}: {e}", a.addr)));
     println!("{NAME}: done; {total} bytes echoed");
 }
@@ -138,7 +139,7 @@ mod tests {
                 h.join().unwrap();
             }
         });
-        let total = run(&rt, "127.0.0.1:0".parse().unwrap(), Some(50), move |a| tx.send(a).unwrap()).unwrap();
+        let total = run(&rt, "127.0.0.1:0", Some(50), move |a| tx.send(a).unwrap()).unwrap();
         clients.join().unwrap();
         assert_eq!(total, 50 * 20 * 4);
     }

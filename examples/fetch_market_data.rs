@@ -204,7 +204,9 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
         let accepted2 = accepted.clone();
         let server = gmprt::spawn(async move {
             loop {
-                let (s, _) = listener.accept().await?;
+                let (s, _) = listener
+                    .accept_retrying(|e, delay| eprintln!("{NAME}: server: {e}; retrying in {delay:?}"))
+                    .await?;
                 accepted2.fetch_add(1, Relaxed);
                 gmprt::spawn(async move {
                     if let Err(e) = serve(s, wait).await {

@@ -68,6 +68,45 @@ fn bad_command_lines_exit_2_saying_why() {
     }
 }
 
+/// `calibrate --save` with a path that cannot be written fails before measuring: at once, saying
+/// nothing was measured (issue 23: it used to find out after 22 s of work and lose the profile).
+#[test]
+fn calibrate_refuses_a_bad_save_path_before_measuring() {
+    let bad = std::env::temp_dir().join(format!("gmprt-no-such-dir-{}", std::process::id())).join("p.json");
+    let o = gmprt(&["calibrate", "--save", bad.to_str().unwrap(), "--device", "host", "--quick"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("--save {}", bad.display())), "{err}");
+    assert!(err.contains("(nothing was measured)"), "{err}");
+    // A directory is no file either.
+    let o = gmprt(&[
+        "calibrate",
+        "--save",
+        std::env::temp_dir().to_str().unwrap(),
+        "--device",
+        "host",
+        "--quick",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("(nothing was measured)"), "{}", text(&o).1);
+}
+
+/// A `GMPRT_TRACE` path that cannot be created fails the run before it starts, naming the
+/// variable (issue 23: the trace of the whole run used to be lost at shutdown).
+#[test]
+fn a_bad_trace_path_fails_at_start() {
+    let bad = std::env::temp_dir().join(format!("gmprt-no-such-dir-{}", std::process::id())).join("t.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_gmprt"))
+        .args(["story", "million_tasks", "--tasks", "1000", "--procs", "1"])
+        .env("GMPRT_TRACE", &bad)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}{err}");
+    assert!(err.contains(&format!("GMPRT_TRACE={}: cannot create the trace file", bad.display())), "{err}");
+    assert!(!out.contains("tasks=1000"), "the run started: {out}");
+}
+
 #[test]
 fn a_story_runs_with_its_own_flags() {
     let o = gmprt(&["story", "million_tasks", "--tasks", "1000", "--procs", "2"]);

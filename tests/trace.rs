@@ -244,3 +244,15 @@ fn a_retaken_syscall_keeps_the_trace_well_formed() {
     assert!(s.by_name.get("retake").copied().unwrap_or(0) >= 2, "{:?}", s.by_name);
     assert!(s.lanes.keys().any(|l| l.starts_with("gmprt/M")), "{:?}", s.lanes);
 }
+
+/// A trace path that cannot be created fails the build, naming who gave it (issue 23).
+#[test]
+fn a_bad_trace_path_fails_the_build() {
+    let bad = tmp("no-such-dir").join("deeper").join("t.json");
+    let e = Runtime::builder().procs(1).trace(&bad).build().unwrap_err();
+    assert!(matches!(e, gmprt::runtime::BuildError::Trace { source: "Builder::trace", .. }), "{e}");
+    assert!(
+        e.to_string().starts_with(&format!("Builder::trace={}: cannot create the trace file", bad.display())),
+        "{e}"
+    );
+}

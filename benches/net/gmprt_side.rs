@@ -29,7 +29,9 @@ where
     drop(rt.spawn(async move {
         let mut failures = 0;
         loop {
-            match listener.accept().await {
+            // EMFILE and the like wait out Go's back-off inside (logged); what is left is
+            // counted and retried as the tokio side does.
+            match listener.accept_retrying(|e, delay| eprintln!("gmprt: {e}; retrying in {delay:?}")).await {
                 Ok((stream, _)) => {
                     let _ = stream.set_nodelay(true);
                     let conn = serve(stream);

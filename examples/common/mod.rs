@@ -159,10 +159,10 @@ pub fn name_the_flags(mut e: clap::Error, cmd: &mut Command) -> clap::Error {
 }
 
 /// The least memory one task can take on either runtime: each allocates a task as one block
-/// that starts with a header of at least 64 bytes (gmprt's is 96, asserted in
-/// `runtime/src/task/core.rs`; tokio's cell is aligned to 128 bytes on x86-64), before the
-/// future is counted. A floor for [`check_tasks`], not an estimate.
-pub const MIN_TASK_BYTES: usize = 64;
+/// that starts with a header — gmprt's is `TASK_HEADER_BYTES` (derived from the type: 96 on
+/// x86-64), tokio's cell is aligned to 128 bytes there — before the future is counted. A
+/// floor for [`check_tasks`], not an estimate.
+pub const MIN_TASK_BYTES: usize = gmprt::runtime::TASK_HEADER_BYTES;
 
 /// A count whose storage cannot fit in memory: what was asked, the least it needs, and what
 /// the machine has. Displays as one sentence. (Boxed: it travels in `Result`s on hot paths.)

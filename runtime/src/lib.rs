@@ -63,7 +63,7 @@ pub use crate::sched::context::procid;
 pub use crate::sched::injectglist::injectglist;
 pub use crate::sched::stats::RuntimeStats;
 pub use crate::sched::syscall::{syscall, ThreadLimit};
-pub use crate::task::{JoinError, JoinHandle, TaskId};
+pub use crate::task::{JoinError, JoinHandle, TaskId, TASK_HEADER_BYTES};
 pub use crate::yield_now::{yield_now, YieldNow};
 
 use std::future::Future;

@@ -36,6 +36,16 @@ pub enum BuildError {
         /// The number of Ps.
         procs: usize,
     },
+    /// The trace file cannot be created: found when the runtime is built, not when the run
+    /// that was to be traced has ended.
+    Trace {
+        /// Who named it: `"GMPRT_TRACE"` or `"Builder::trace"`.
+        source: &'static str,
+        /// The path.
+        path: std::path::PathBuf,
+        /// The OS's error.
+        error: std::io::Error,
+    },
 }
 
 /// Go's default `SetMaxThreads`.
@@ -53,6 +63,9 @@ impl fmt::Display for BuildError {
                 f,
                 "max_threads ({max_threads}) must be at least procs ({procs}): every P needs an M to run on"
             ),
+            BuildError::Trace { source, path, error } => {
+                write!(f, "{source}={}: cannot create the trace file: {error}", path.display())
+            }
         }
     }
 }
@@ -249,17 +262,27 @@ impl Builder {
             return Err(BuildError::MaxThreads { max_threads, procs });
         }
         let name = self.thread_name.unwrap_or_else(|| "gmprt-m".to_string());
-        let path = self.trace.or_else(|| {
-            std::env::var_os("GMPRT_TRACE").filter(|v| !v.is_empty()).map(std::path::PathBuf::from)
-        });
+        let path = match self.trace {
+            Some(p) => Some(("Builder::trace", p)),
+            None => std::env::var_os("GMPRT_TRACE")
+                .filter(|v| !v.is_empty())
+                .map(|v| ("GMPRT_TRACE", std::path::PathBuf::from(v))),
+        };
         let trace = match path {
             None => None,
-            Some(path) => {
+            Some((source, path)) => {
                 let max = match Self::env_usize("GMPRT_TRACE_MAX_EVENTS")? {
                     Some(n) => n,
                     None => crate::trace::DEFAULT_MAX_EVENTS,
                 };
-                Some(RtTrace::new(Recorder::with_capacity(max), procs, path))
+                // Created now: a typo in the path fails the build, not the end of the run
+                // whose trace it would lose. Written at shutdown.
+                let file = std::fs::File::create(&path).map_err(|error| BuildError::Trace {
+                    source,
+                    path: path.clone(),
+                    error,
+                })?;
+                Some(RtTrace::new(Recorder::with_capacity(max), procs, path, file))
             }
         };
         let (shared, ps) = Shared::new(Config {
@@ -319,7 +342,8 @@ impl Builder {
 
 /// A G/M/P runtime: `procs` Ps, M threads that run tasks while holding a P, and a global queue.
 /// Dropping it shuts it down: Ms stop, unfinished futures are dropped exactly once, threads
-/// are joined.
+/// are joined — by the dropping thread, or, when it is dropped inside a task (on an M, where
+/// a join would block), by a detached helper thread while the drop returns at once.
 pub struct Runtime {
     shared: Arc<Shared>,
     monitor: Option<std::thread::JoinHandle<()>>,
@@ -455,24 +479,52 @@ impl Runtime {
 }
 
 impl Drop for Runtime {
+    /// Shuts the runtime down and joins its threads — except on an M (inside a task of any
+    /// gmprt runtime, this one included), where joining would block that M: there the drop
+    /// signals every thread to exit (`begin_shutdown`, which never blocks), hands the join
+    /// and the rest of the shutdown to a detached helper thread, and returns at once. It
+    /// never panics (tokio panics there; a panic in a drop that runs while a task unwinds
+    /// would abort the process). `tests/runtime_drop_in_task.rs` checks both cases.
     fn drop(&mut self) {
-        assert_not_on_m("dropping a Runtime");
-        self.shared.shutdown();
-        if let Some(m) = self.monitor.take() {
-            let _ = m.join();
+        if !on_m() {
+            self.shared.shutdown();
+            finish(&self.shared, self.monitor.take());
+            return;
         }
-        // Every M and sysmon are joined: the trace is complete.
-        if let Some(t) = &self.shared.trace {
-            t.finish();
+        if !self.shared.begin_shutdown() {
+            return; // another drop or shutdown is finishing it
+        }
+        let (shared, monitor) = (self.shared.clone(), self.monitor.take());
+        let helper =
+            std::thread::Builder::new().name(format!("{}-drop", shared.thread_name)).spawn(move || {
+                shared.finish_shutdown();
+                finish(&shared, monitor);
+            });
+        // Without a thread (out of resources) the Ms were still told to exit and will; only
+        // the tasks left over are not dropped (they leak, as a detached runtime's would).
+        drop(helper);
+
+        /// After every M has exited: join sysmon, then the trace is complete.
+        fn finish(shared: &Shared, monitor: Option<std::thread::JoinHandle<()>>) {
+            if let Some(m) = monitor {
+                let _ = m.join();
+            }
+            if let Some(t) = &shared.trace {
+                t.finish();
+            }
         }
     }
 }
 
+/// True if the current thread is an M (it holds a P context with an M id).
+fn on_m() -> bool {
+    with_current(|cx| cx.is_some_and(|cx| cx.mid != usize::MAX))
+}
+
 /// Panics if the current thread is an M (it holds a P context with an M id).
 pub(crate) fn assert_not_on_m(what: &str) {
-    let on_m = with_current(|cx| cx.is_some_and(|cx| cx.mid != usize::MAX));
     assert!(
-        !on_m,
+        !on_m(),
         "{what} was called from inside a gmprt task; it would block an M. Use `.await` inside tasks \
          (or run the blocking work on a plain thread)"
     );

@@ -452,8 +452,18 @@ impl Shared {
     /// are cancelled by the drain loop already on the stack, never by a nested one, so the stack
     /// stays bounded whatever the shape of the task graph (`drain_injector`).
     pub(crate) fn shutdown(&self) {
+        if self.begin_shutdown() {
+            self.finish_shutdown();
+        }
+    }
+
+    /// The first half of `shutdown`, which never blocks: marks the runtime shut down and wakes
+    /// every M, the one in `netpoll` and sysmon, so each sees it and exits. Returns true for
+    /// the one call that did it (it must then run `finish_shutdown`, or hand it to a thread
+    /// that will: `Drop for Runtime` on an M).
+    pub(crate) fn begin_shutdown(&self) -> bool {
         if self.shutdown.swap(true, SeqCst) {
-            return;
+            return false;
         }
         fence(SeqCst);
         self.wake_all_for_shutdown();
@@ -464,6 +474,14 @@ impl Shared {
             m.lock().stop = true;
             cv.notify_all();
         }
+        true
+    }
+
+    /// The second half of `shutdown`, after `begin_shutdown` returned true: joins every M
+    /// (but the calling thread, if it is one), then drops the tasks left and closes the
+    /// sockets. Blocks until the Ms have exited.
+    pub(crate) fn finish_shutdown(&self) {
+        debug_assert!(self.is_shutdown(), "finish_shutdown before begin_shutdown");
         let me = crate::loom::thread::current().id();
         loop {
             let hs = std::mem::take(&mut self.sched.lock().threads);

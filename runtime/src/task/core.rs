@@ -71,6 +71,12 @@ pub(crate) struct Header {
     pub(crate) wait: super::wait::WaitCell,
 }
 
+/// The bytes every task takes before its future and output: its header (the state word, the
+/// vtable, the owned-list links, the id, the scheduler, the join waker, the wake stamp, the
+/// spawn site and the wait reason; 96 on 64-bit targets, checked below). A floor for any
+/// "how many tasks fit in memory" arithmetic: a task is never smaller.
+pub const TASK_HEADER_BYTES: usize = std::mem::size_of::<Header>();
+
 // SAFETY: the header is shared between threads by design; every field is either atomic,
 // immutable after allocation, or an UnsafeCell whose access rules (state bits or a lock) are
 // documented at the field.

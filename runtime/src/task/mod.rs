@@ -34,6 +34,6 @@ pub(crate) mod state;
 pub(crate) mod wait;
 pub(crate) mod waker;
 
-pub use self::core::TaskId;
 pub(crate) use self::core::{Header, Notified};
+pub use self::core::{TaskId, TASK_HEADER_BYTES};
 pub use self::join::{JoinError, JoinHandle};

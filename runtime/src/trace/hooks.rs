@@ -49,15 +49,18 @@ pub(crate) struct RtTrace {
     /// Lane of each P, by id.
     pub(crate) p_lanes: Box<[Lane]>,
     pub(crate) sysmon: Lane,
-    /// Where to write at shutdown.
+    /// Where it is written at shutdown (for messages).
     pub(crate) path: std::path::PathBuf,
+    /// The file, created when the runtime was built (a bad path fails the build); taken by
+    /// the one `finish`.
+    file: std::sync::Mutex<Option<std::fs::File>>,
 }
 
 impl RtTrace {
-    pub(crate) fn new(rec: Recorder, procs: usize, path: std::path::PathBuf) -> RtTrace {
+    pub(crate) fn new(rec: Recorder, procs: usize, path: std::path::PathBuf, file: std::fs::File) -> RtTrace {
         let p_lanes = (0..procs).map(|p| rec.lane("gmprt", &format!("P{p}"))).collect();
         let sysmon = rec.lane("gmprt", "sysmon");
-        RtTrace { rec, p_lanes, sysmon, path }
+        RtTrace { rec, p_lanes, sysmon, path, file: std::sync::Mutex::new(Some(file)) }
     }
 
     fn ev(&self, lane: Lane, ts: u64, ph: Ph, name: Name, args: EvArgs) {
@@ -66,7 +69,9 @@ impl RtTrace {
 
     /// Writes the trace to its path; errors and drops are reported on stderr.
     pub(crate) fn finish(&self) {
-        let res = std::fs::File::create(&self.path).and_then(|f| self.rec.write_json(f));
+        let file = self.file.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(file) = file else { return }; // written already
+        let res = self.rec.write_json(file);
         let p = self.path.display();
         match res {
             Err(e) => eprintln!("gmprt: could not write the trace to {p}: {e}"),

@@ -1,6 +1,8 @@
 //! `gmprt calibrate --save profile.json`: measures this machine's device profile with the
 //! offload layer's `calibrate` (launch overhead, H2D/D2H, each kernel on the device and on
 //! 1 … P cores), with a spinner meanwhile, and saves it for `gmprt explain --device FILE.json`.
+//! The file is opened before measuring (a bad path fails at once, not after a minute of
+//! work), and if the write fails anyway the profile is printed to stdout rather than lost.
 use crate::{fail, spinner};
 use gmprt::offload::calibrate::{calibrate, CalibrateOptions};
 use gmprt::offload::{Device, DeviceKind};
@@ -38,14 +40,53 @@ pub struct Args {
     json: bool,
 }
 
+/// Opens `path` for the profile before anything is measured, so a bad path costs nothing: the
+/// file is created if it is not there (and removed again by [`Target::abandon`] if nothing is
+/// written), but not truncated until the profile is ready.
+struct Target {
+    file: std::fs::File,
+    path: PathBuf,
+    created: bool,
+}
+
+impl Target {
+    fn open(path: PathBuf) -> std::io::Result<Target> {
+        let created = !path.exists();
+        let file = std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(&path)?;
+        Ok(Target { file, path, created })
+    }
+
+    /// Replaces the file's content with `text`.
+    fn write(&mut self, text: &str) -> std::io::Result<()> {
+        use std::io::Write;
+        self.file.set_len(0)?;
+        self.file.write_all(text.as_bytes())?;
+        self.file.sync_all()
+    }
+
+    /// Nothing will be written: remove the file if this run created it.
+    fn abandon(&self) {
+        if self.created {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
 /// Runs `gmprt calibrate`.
 pub fn run(a: &Args) {
     let save = a.save.clone().expect("--save is required");
+    let mut target = Target::open(save.clone()).unwrap_or_else(|e| {
+        fail(&format!("gmprt calibrate: --save {}", save.display()), format!("{e} (nothing was measured)"))
+    });
     let device = match a.device {
-        Which::Host => Device::host(),
-        Which::Cuda => Device::cuda(0).unwrap_or_else(|e| fail("gmprt calibrate: --device cuda", e)),
-        Which::Auto => Device::detect().unwrap_or_else(|e| fail("gmprt calibrate: GMPRT_DEVICE", e)),
+        Which::Host => Ok(Device::host()),
+        Which::Cuda => Device::cuda(0).map_err(|e| ("gmprt calibrate: --device cuda", e)),
+        Which::Auto => Device::detect().map_err(|e| ("gmprt calibrate: GMPRT_DEVICE", e)),
     };
+    let device = device.unwrap_or_else(|(what, e)| {
+        target.abandon();
+        fail(what, e)
+    });
     let mut opts = if a.quick { CalibrateOptions::quick() } else { CalibrateOptions::default() };
     if let Some(p) = a.max_procs {
         opts.max_procs = p as usize;
@@ -60,8 +101,21 @@ pub fn run(a: &Args) {
     let t0 = std::time::Instant::now();
     let r = calibrate(&device, &opts);
     pb.finish_and_clear();
-    let profile = r.unwrap_or_else(|e| fail(&format!("gmprt calibrate: {what}"), e));
-    profile.save(&save).unwrap_or_else(|e| fail(&format!("gmprt calibrate: --save {}", save.display()), e));
+    let profile = match r {
+        Ok(p) => p,
+        Err(e) => {
+            target.abandon();
+            fail(&format!("gmprt calibrate: {what}"), e)
+        }
+    };
+    if let Err(e) = target.write(&profile.to_json()) {
+        // The measurement is not lost: it goes to stdout, to be saved by hand.
+        println!("{}", profile.to_json());
+        fail(
+            &format!("gmprt calibrate: --save {}", save.display()),
+            format!("{e}; the profile was printed to stdout instead"),
+        );
+    }
     if a.json {
         println!(
             "{}",
