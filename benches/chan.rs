@@ -17,6 +17,11 @@
 //! crossbeam side spawns its threads inside the timed loop (there is no pool to reuse), which
 //! costs it some tens of µs per iteration — about 1% here.
 //!
+//! * `chan_select` (gmprt alone; issue 24's before and after): `default_empty` (two empty
+//!   channels, a select with a `default` that always takes it), `default_hit` (one holds a
+//!   value), `default_contended` (`procs` tasks poll two channels a producer feeds) and `wait`
+//!   (a select with no `default`, woken by a sender each round; `SELECTS / 10` rounds).
+//!
 //! Workers: env `BENCH_PROCS` (default 2): gmprt Ps, tokio worker threads. Every id carries
 //! `procs=N`.
 //!
@@ -227,9 +232,147 @@ fn bench_throughput(c: &mut Criterion) {
     three!(c, "chan_throughput", m, |S| throughput::<S>(p, m, cap), throughput_crossbeam(p, m, cap), check);
 }
 
+// ---------------------------------------------------------------------------------------------
+// `select!`: what a non-blocking select costs (issue 24 made it decide under every lock)
+
+/// Selects per iteration of each `chan_select` workload.
+const SELECTS: usize = 100_000;
+
+/// One task, two empty channels: `SELECTS` selects with a `default`, every one choosing it —
+/// the all-arms-empty path (before issue 24: one lock at a time; after: both locks at once).
+async fn select_default_empty(n: usize) -> u64 {
+    use gmprt::runtime::select;
+    let (_a_tx, a) = gmprt::runtime::chan::chan::<u64>(1);
+    let (_b_tx, b) = gmprt::runtime::chan::chan::<u64>(1);
+    let mut defaults = 0;
+    for _ in 0..n {
+        select! {
+            v = recv(a) => drop(black_box(v)),
+            v = recv(b) => drop(black_box(v)),
+            default => defaults += 1,
+        }
+    }
+    defaults
+}
+
+/// One task: a value into `a`, then a select with a `default` that takes it.
+async fn select_default_hit(n: usize) -> u64 {
+    use gmprt::runtime::select;
+    let (a_tx, a) = gmprt::runtime::chan::chan::<u64>(1);
+    let (_b_tx, b) = gmprt::runtime::chan::chan::<u64>(1);
+    let mut sum = 0;
+    for i in 0..n {
+        a_tx.try_send(i as u64).unwrap();
+        select! {
+            v = recv(a) => sum += v.unwrap(),
+            v = recv(b) => drop(black_box(v)),
+            default => unreachable!("a holds a value"),
+        }
+    }
+    sum
+}
+
+/// `procs` tasks poll two shared channels with non-blocking selects while a producer keeps
+/// them fed: the contended case, where taking both locks at once could cost the most.
+async fn select_default_contended(n: usize, pollers: usize) -> u64 {
+    use gmprt::runtime::select;
+    let (a_tx, a) = gmprt::runtime::chan::chan::<u64>(64);
+    let (b_tx, b) = gmprt::runtime::chan::chan::<u64>(64);
+    let per = n / pollers;
+    let producer = gmprt::spawn(async move {
+        let mut i = 0u64;
+        loop {
+            let tx = if i.is_multiple_of(2) { &a_tx } else { &b_tx };
+            if tx.send(i).await.is_err() {
+                return;
+            }
+            i += 1;
+        }
+    });
+    let tasks: Vec<_> = (0..pollers)
+        .map(|_| {
+            let (a, b) = (a.clone(), b.clone());
+            gmprt::spawn(async move {
+                let mut got = 0u64;
+                for _ in 0..per {
+                    select! {
+                        v = recv(a) => got += v.is_some() as u64,
+                        v = recv(b) => got += v.is_some() as u64,
+                        default => gmprt::yield_now().await,
+                    }
+                }
+                got
+            })
+        })
+        .collect();
+    let mut got = 0;
+    for t in tasks {
+        got += t.await.unwrap();
+    }
+    a.close();
+    b.close();
+    producer.await.unwrap();
+    black_box(got);
+    (per * pollers) as u64
+}
+
+/// A select that waits: the root sends on `a` or `b` in turn, a task selects on both and
+/// answers on `c` (the path issue 24 left alone: phase A, then phase B under all locks).
+async fn select_wait(n: usize) -> u64 {
+    use gmprt::runtime::select;
+    let (a_tx, a) = gmprt::runtime::chan::chan::<u64>(0);
+    let (b_tx, b) = gmprt::runtime::chan::chan::<u64>(0);
+    let (c_tx, c) = gmprt::runtime::chan::chan::<u64>(0);
+    let echo = gmprt::spawn(async move {
+        loop {
+            let v = select! {
+                v = recv(a) => v,
+                v = recv(b) => v,
+            };
+            match v {
+                Some(v) => c_tx.send(v + 1).await.unwrap(),
+                None => return,
+            }
+        }
+    });
+    let mut sum = 0;
+    for i in 0..n {
+        let tx = if i.is_multiple_of(2) { &a_tx } else { &b_tx };
+        tx.send(i as u64).await.unwrap();
+        sum += c.recv().await.unwrap();
+    }
+    drop((a_tx, b_tx));
+    echo.await.unwrap();
+    sum
+}
+
+fn bench_select(c: &mut Criterion) {
+    let procs = procs();
+    let id = format!("procs={procs}");
+    let rt = gmprt_rt(procs);
+    let n = SELECTS;
+    let mut g = c.benchmark_group("chan_select");
+    g.throughput(Throughput::Elements(n as u64));
+    assert_eq!(run_gmprt(&rt, select_default_empty(n)), n as u64);
+    g.bench_function(BenchmarkId::new("default_empty", &id), |b| {
+        b.iter(|| run_gmprt(&rt, select_default_empty(n)))
+    });
+    assert_eq!(run_gmprt(&rt, select_default_hit(n)), (n as u64) * (n as u64 - 1) / 2);
+    g.bench_function(BenchmarkId::new("default_hit", &id), |b| {
+        b.iter(|| run_gmprt(&rt, select_default_hit(n)))
+    });
+    g.bench_function(BenchmarkId::new("default_contended", &id), |b| {
+        b.iter(|| run_gmprt(&rt, select_default_contended(n, procs)))
+    });
+    let rounds = n / 10;
+    assert_eq!(run_gmprt(&rt, select_wait(rounds)), (rounds as u64) * (rounds as u64 + 1) / 2);
+    g.bench_function(BenchmarkId::new("wait", &id), |b| b.iter(|| run_gmprt(&rt, select_wait(rounds))));
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = bench_ping_pong, bench_throughput
+    targets = bench_ping_pong, bench_throughput, bench_select
 }
 criterion_main!(benches);

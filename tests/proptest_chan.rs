@@ -118,7 +118,9 @@ impl Model {
         Err(TrySendError::Full(v))
     }
 
-    fn recv(&mut self) -> Result<u32, TryRecvError> {
+    /// Go's `chanrecv` without blocking; `nonblocking` (`try_recv`): a closed channel with
+    /// nothing free is `Closed` even while a value is promised to another receiver.
+    fn recv(&mut self, nonblocking: bool) -> Result<u32, TryRecvError> {
         if self.free() > 0 {
             let v = self.q.pop_front().unwrap();
             if self.free() < self.cap {
@@ -142,8 +144,10 @@ impl Model {
                 None => v,
             });
         }
-        // Closed and no promise outstanding (a promise may still be given back).
-        Err(if self.drained() { TryRecvError::Closed } else { TryRecvError::Empty })
+        // A receiver that will wait: closed and no promise outstanding (a promise may still be
+        // given back). A non-blocking one: closed, and nothing free for it.
+        let closed = if nonblocking { self.closed } else { self.drained() };
+        Err(if closed { TryRecvError::Closed } else { TryRecvError::Empty })
     }
 
     fn drained(&self) -> bool {
@@ -187,7 +191,7 @@ impl Model {
                 Some(Ok(v))
             }
             (true, MState::Taken) => Some(Ok(None)),
-            (false, MState::Released) => Some(Ok(self.recv().ok())),
+            (false, MState::Released) => Some(Ok(self.recv(false).ok())),
             (true, MState::Released) => Some(Err(self.futs[pos].value.take().unwrap())),
             other => unreachable!("{other:?}"),
         };
@@ -254,7 +258,7 @@ fn run_model(cap: usize, ops: &[Op]) -> Result<(), TestCaseError> {
                 next_value += 1;
                 prop_assert_eq!(tx.try_send(v), m.send(v), "step {}: try_send", step);
             }
-            Op::TryRecv => prop_assert_eq!(rx.try_recv(), m.recv(), "step {}: try_recv", step),
+            Op::TryRecv => prop_assert_eq!(rx.try_recv(), m.recv(true), "step {}: try_recv", step),
             Op::Close => {
                 if step % 2 == 0 {
                     tx.close();
@@ -291,7 +295,7 @@ fn run_model(cap: usize, ops: &[Op]) -> Result<(), TestCaseError> {
                 } else {
                     let mut fut = rx.recv();
                     let got = Pin::new(&mut fut).poll(&mut cx);
-                    let want = match m.recv() {
+                    let want = match m.recv(false) {
                         Ok(v) => Poll::Ready(Some(v)),
                         Err(TryRecvError::Closed) => Poll::Ready(None),
                         Err(TryRecvError::Empty) => {

@@ -224,3 +224,68 @@ fn close_races_a_waiting_select_send_and_a_recv() {
         }
     });
 }
+
+/// Go's `TestNonblockSelectRace` as a model (issue 24): c1 holds a value; one thread selects
+/// on c1 and c2 with a `default` while another sends to c2 and then takes whichever channel
+/// is ready. At every instant one of them holds a value, so `default` must never be chosen.
+/// Looking at the channels one at a time (each under its own lock) fails: c2 seen empty, then
+/// the value sent to c2 and the one in c1 taken, then c1 seen empty. Each arm order is a model
+/// of its own, since the poll order under loom is a fixed draw (checked to fail on the code
+/// before the fix).
+fn nonblocking_select_race(c2_first: bool) {
+    loom::model(move || {
+        let (c1_tx, c1_rx) = chan::<u32>(1);
+        let (c2_tx, c2_rx) = chan::<u32>(1);
+        c1_tx.try_send(1).unwrap();
+        let (c1r, c2r) = (c1_rx.clone(), c2_rx.clone());
+        let selector = thread::spawn(move || {
+            block_on(async move {
+                if c2_first {
+                    select! { _ = recv(c2r) => true, _ = recv(c1r) => true, default => false }
+                } else {
+                    select! { _ = recv(c1r) => true, _ = recv(c2r) => true, default => false }
+                }
+            })
+        });
+        c2_tx.try_send(2).unwrap();
+        // The other arm order than the selector's: every thread draws the same poll order
+        // under loom, so one of the two models has the selector look at c2 first while this
+        // select takes c1 — the interleaving that found every channel empty, one at a time.
+        block_on(async {
+            if c2_first {
+                select! { _ = recv(c1_rx) => {}, _ = recv(c2_rx) => {} }
+            } else {
+                select! { _ = recv(c2_rx) => {}, _ = recv(c1_rx) => {} }
+            }
+        });
+        assert!(selector.join().unwrap(), "default chosen while a channel held a value");
+    });
+}
+
+#[test]
+fn nonblocking_select_sees_every_channel_at_once_c1_first() {
+    nonblocking_select_race(false);
+}
+
+#[test]
+fn nonblocking_select_sees_every_channel_at_once_c2_first() {
+    nonblocking_select_race(true);
+}
+
+/// Issue 24, bug 2, against every interleaving: a receiver was handed a value (a promise it
+/// has not taken) and the channel was closed; a non-blocking receive racing the promised
+/// receiver's take says `Closed` — never `Empty` — and never takes the promised value.
+#[test]
+fn nonblocking_recv_on_a_just_closed_channel_says_closed() {
+    loom::model(|| {
+        let (tx, rx) = chan::<u32>(0);
+        let rx2 = rx.clone();
+        let mut waiting = Box::pin(async move { rx2.recv().await });
+        assert!(poll_once(waiting.as_mut()).is_pending());
+        tx.try_send(5).unwrap();
+        assert!(tx.close());
+        let taker = thread::spawn(move || block_on(waiting));
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+        assert_eq!(taker.join().unwrap(), Some(5));
+    });
+}

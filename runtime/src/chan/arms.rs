@@ -34,13 +34,17 @@ impl<'r, T> RecvArm<'r, T> {
         'r: 'x,
     {
         let chan = self.chan;
+        // A select with a `default` arm never waits: a closed channel answers now.
+        let nonblocking = op.nonblocking;
         match &mut op.kind {
             OpKind::Lock(out) => {
                 **out = Some(chan.raw_lock());
                 false
             }
-            OpKind::TryNow(_) => chan.with_lock(|st, wakes| self.finish(st.recv_now(wakes))),
-            OpKind::TryLocked(held, wakes) => chan.with_held(held, |st| self.finish(st.recv_now(wakes))),
+            OpKind::TryNow(_) => chan.with_lock(|st, wakes| self.finish(st.recv_now(wakes, nonblocking))),
+            OpKind::TryLocked(held, wakes) => {
+                chan.with_held(held, |st| self.finish(st.recv_now(wakes, nonblocking)))
+            }
             OpKind::Register { held, token, arm, waker } => {
                 debug_assert!(self.slot.is_none());
                 let i = chan.with_held(held, |st| {
@@ -78,7 +82,7 @@ impl<'r, T> RecvArm<'r, T> {
                 // Picked by `close` (or by the last promise being taken after it): the channel
                 // is drained, and stays so.
                 (Status::Unlinked, true) => {
-                    let r = st.recv_now(wakes);
+                    let r = st.recv_now(wakes, false);
                     debug_assert!(matches!(r, Err(TryRecvError::Closed)), "released only when drained");
                     self.out = Some(r.ok());
                 }

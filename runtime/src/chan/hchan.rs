@@ -221,7 +221,13 @@ impl<T> State<T> {
     /// first waiting sender), else the first waiting sender's value, else `Closed` or `Empty`.
     /// Values always leave in the order they entered `buf` (a sender's value "enters" when a
     /// receiver takes it from its slot).
-    pub(crate) fn recv_now(&mut self, wakes: &mut Wakes) -> Result<T, TryRecvError> {
+    ///
+    /// `Closed` once the channel is closed and nothing is left *for this receiver*
+    /// (`nonblocking`: `try_recv`, a `select!` with a `default` arm — Go's spec: a receive on a
+    /// closed channel can always proceed), or only once it is drained (a receiver that will
+    /// wait: a value promised to another woken receiver may still be given back, and passed
+    /// on to a waiting one; see `is_drained`).
+    pub(crate) fn recv_now(&mut self, wakes: &mut Wakes, nonblocking: bool) -> Result<T, TryRecvError> {
         if self.len() > 0 {
             let v = self.buf.pop_front().expect("len() > 0 means a value is buffered");
             if self.len() < self.cap {
@@ -246,7 +252,8 @@ impl<T> State<T> {
                 None => sv,
             });
         }
-        Err(if self.is_drained() { TryRecvError::Closed } else { TryRecvError::Empty })
+        let closed = if nonblocking { self.closed } else { self.is_drained() };
+        Err(if closed { TryRecvError::Closed } else { TryRecvError::Empty })
     }
 
     /// Closed, and no value can appear any more. While values are promised to woken

@@ -67,6 +67,10 @@
 //!   such cancellation: the value is kept rather than lost);
 //! * so a *closed* channel is drained only once no promise is outstanding: until then a new
 //!   receiver waits (a promise may come back), and is released when the last promise is taken.
+//!   A *non-blocking* receive (`try_recv`, a `select!` with `default`) does not wait for
+//!   promises made to others: closed, with nothing free for it, it answers `Closed` at once —
+//!   Go's "a receive on a closed channel can always proceed" (issue 24; a value given back
+//!   later is still delivered to the next receiver, never lost).
 //!   `None` is final: no value is ever received after it.
 //!
 //! Senders are simpler: a blocked sender's value sits in its slot, in the channel. A receiver
@@ -238,10 +242,12 @@ impl<T> Receiver<T> {
     }
 
     /// Receives a value if that needs no waiting: `Empty` if none is buffered and no sender is
-    /// waiting, `Closed` if the channel is closed and drained.
+    /// waiting, `Closed` if the channel is closed and nothing is left for this receiver (as
+    /// Go's non-blocking receive: a value already handed to another receiver is not waited
+    /// for).
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
         crate::checkdead::note_outside_use();
-        self.chan.with_lock(|st, wakes| st.recv_now(wakes))
+        self.chan.with_lock(|st, wakes| st.recv_now(wakes, true))
     }
 
     /// Closes the channel, as [`Sender::close`]. Buffered values can still be received.

@@ -145,7 +145,7 @@ impl<T> Future for RecvFuture<'_, T> {
                     }
                 }
             }
-            match st.recv_now(wakes) {
+            match st.recv_now(wakes, false) {
                 Ok(v) => Poll::Ready(Some(v)),
                 Err(TryRecvError::Closed) => Poll::Ready(None),
                 Err(TryRecvError::Empty) => {

@@ -17,6 +17,12 @@
 //!    each channel arm under its own channel's lock, poll each future arm (with no lock held).
 //!    The first that is ready is chosen. So among the arms ready at once, each is chosen with
 //!    equal probability. If none is ready and there is a `default` arm, it is chosen.
+//!    **With a `default` arm and two or more channel arms**, phase A is replaced by one pass
+//!    under every channel's lock at once (the future arms are polled first, lock-free): a
+//!    select that chooses `default` must have seen every channel empty (or full) at one
+//!    instant, as Go's `selectgo`, which locks all before it looks (`TestNonblockSelectRace`
+//!    failed 1 run in 2 before). One channel arm keeps the phase A path: its look under its
+//!    own lock is already one instant.
 //! 3. **Phase B.** Lock every channel the select uses, in a global order (Go's `lockorder`,
 //!    here by channel id; plain operations take one lock, so there is no deadlock), try the channel arms again in
 //!    the same order, and if none is ready queue a waiter on each, set the token `WAITING`,
@@ -31,6 +37,8 @@
 //! arm is reported: a `send` arm with its value back in `Err`, a `recv` arm with `None` — the
 //! latter once the channel is drained (see "The protocol" in the module doc of `chan`: while a
 //! value is promised to another receiver, a `recv` arm keeps waiting, as a plain `recv` does).
+//! A select with a `default` arm never waits, so its `recv` arm on a closed channel answers
+//! `None` at once even then (Go's non-blocking receive; `Op::nonblocking`).
 
 use super::waitq::Wakes;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
@@ -212,6 +220,10 @@ fn lock_all<'x, const N: usize>(
 #[doc(hidden)]
 pub struct Op<'o, 'x> {
     pub(crate) kind: OpKind<'o, 'x>,
+    /// The select has a `default` arm, so it never waits: a `recv` arm on a closed channel
+    /// with nothing left for it completes (Go's non-blocking receive), even while a value is
+    /// promised to another receiver.
+    pub(crate) nonblocking: bool,
 }
 
 pub(crate) enum OpKind<'o, 'x> {
@@ -258,7 +270,39 @@ where
     F: FnMut(usize, &mut Op<'_, 'x>) -> bool,
 {
     fn run(&mut self, k: usize, kind: OpKind<'_, 'x>) -> bool {
-        (self.arms)(k, &mut Op { kind })
+        (self.arms)(k, &mut Op { kind, nonblocking: self.default })
+    }
+
+    /// Step 2' (a `default` arm, two or more channel arms): the future arms are polled first,
+    /// with no lock held, in `order`; then every channel is locked at once (`lock_all`, the
+    /// lock order of phase B) and the channel arms tried in `order`. The first that is ready
+    /// is chosen; `None` means `default`. Between the locking and the unlocking no channel of
+    /// the select changes, so "no arm ready" held at one instant for all of them.
+    fn poll_locked_nonblocking(
+        &mut self,
+        cx: &mut Context<'_>,
+        order: &[usize; N],
+        locks: &[Option<OrderedLock<'x>>; N],
+    ) -> Option<usize> {
+        for &k in order.iter().filter(|&&k| locks[k].is_none()) {
+            if self.run(k, OpKind::TryNow(cx.waker())) {
+                return Some(k);
+            }
+        }
+        let mut wakes = Wakes::new();
+        let chosen = {
+            let guards = lock_all(locks);
+            let held = HeldLocks { held: &guards };
+            order
+                .iter()
+                .copied()
+                .filter(|&k| locks[k].is_some())
+                .find(|&k| self.run(k, OpKind::TryLocked(&held, &mut wakes)))
+        };
+        // The wakes (a sender refilled into the buffer, a receiver handed a value) go out
+        // with no lock held, as everywhere.
+        wakes.fire();
+        chosen
     }
 
     /// Takes back every waiter (`claimed`: the arm whose token was won, if any).
@@ -298,8 +342,26 @@ where
             }
         }
 
-        // 2. Phase A: first ready arm in a random order.
         let order = poll_order::<N>();
+        let mut locks: [Option<OrderedLock<'x>>; N] = [None; N];
+        for (k, lock) in locks.iter_mut().enumerate() {
+            this.run(k, OpKind::Lock(lock));
+        }
+
+        // 2'. With a `default` arm and two or more channel arms: decide under every lock at
+        // once (Go's `selectgo` locks all its channels before it looks at any). Phase A looks
+        // at one channel at a time, so between two of its looks a value can move from the
+        // channel it has yet to look at to the one it has looked at, and it would choose
+        // `default` although some arm was ready at every instant (Go's
+        // `TestNonblockSelectRace`). With one channel arm, phase A's look under that one lock
+        // is already a single instant: it stays the lock-free-of-others fast path.
+        if this.default && locks.iter().flatten().count() >= 2 {
+            let chosen = this.poll_locked_nonblocking(cx, &order, &locks);
+            this.finished = true;
+            return Poll::Ready(chosen.unwrap_or(DEFAULT));
+        }
+
+        // 2. Phase A: first ready arm in a random order.
         for &k in &order {
             if this.run(k, OpKind::TryNow(cx.waker())) {
                 this.finished = true;
@@ -312,10 +374,6 @@ where
         }
 
         // 3. Phase B: re-check and wait, under all the locks.
-        let mut locks: [Option<OrderedLock<'x>>; N] = [None; N];
-        for (k, lock) in locks.iter_mut().enumerate() {
-            this.run(k, OpKind::Lock(lock));
-        }
         if locks.iter().all(Option::is_none) {
             // Only future arms: they have registered their wakers when polled.
             return Poll::Pending;
