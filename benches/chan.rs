@@ -365,6 +365,7 @@ fn bench_select(c: &mut Criterion) {
         b.iter(|| run_gmprt(&rt, select_default_contended(n, procs)))
     });
     let rounds = n / 10;
+    g.throughput(Throughput::Elements(rounds as u64)); // one select per round
     assert_eq!(run_gmprt(&rt, select_wait(rounds)), (rounds as u64) * (rounds as u64 + 1) / 2);
     g.bench_function(BenchmarkId::new("wait", &id), |b| b.iter(|| run_gmprt(&rt, select_wait(rounds))));
     g.finish();
