@@ -105,3 +105,76 @@ fn a_just_closed_channel_is_closed_to_a_nonblocking_receive() {
     // A blocking receive after the promise is taken: closed and drained.
     assert_eq!(poll_once(pin!(rx.recv())), Poll::Ready(None));
 }
+
+/// Go's nil-channel idiom: merge two channels, switching each arm off (`None`) once its channel
+/// reports closed, until both are off.
+#[test]
+fn nil_channels_switch_arms_off() {
+    rt().block_on(async {
+        let (a_tx, a_rx) = chan::<u32>(4);
+        let (b_tx, b_rx) = chan::<u32>(4);
+        gmprt::spawn(async move {
+            for i in 0..100 {
+                a_tx.send(i).await.unwrap();
+            }
+        });
+        gmprt::spawn(async move {
+            for i in 100..150 {
+                b_tx.send(i).await.unwrap();
+            }
+        });
+        let (mut a, mut b) = (Some(a_rx), Some(b_rx));
+        let mut got = Vec::new();
+        while a.is_some() || b.is_some() {
+            select! {
+                v = recv(a) => match v { Some(v) => got.push(v), None => a = None },
+                v = recv(b) => match v { Some(v) => got.push(v), None => b = None },
+            }
+        }
+        got.sort_unstable();
+        assert_eq!(got, (0..150).collect::<Vec<_>>());
+
+        // A nil send arm is never ready (its value is dropped with the select); a borrowed
+        // `Option<&Sender>` works as well.
+        let (tx, rx) = chan::<u32>(1);
+        let nil: Option<&gmprt::runtime::chan::Sender<u32>> = None;
+        let r = select! {
+            _ = send(nil, 1) => "sent to nil",
+            default => "default",
+        };
+        assert_eq!(r, "default");
+        let live = Some(&tx);
+        select! {
+            r = send(live, 2) => r.unwrap(),
+            default => unreachable!("the buffer has room"),
+        }
+        assert_eq!(rx.try_recv(), Ok(2));
+
+        // Only nil channel arms and a timer: the timer fires.
+        let none: Option<gmprt::runtime::chan::Receiver<u32>> = None;
+        let r = select! {
+            _ = recv(none) => "nil fired",
+            _ = gmprt::runtime::time::sleep(std::time::Duration::from_millis(1)) => "timer",
+        };
+        assert_eq!(r, "timer");
+    });
+}
+
+/// Go's `select {}` blocks for ever: the task parks (it is never woken) until the runtime's
+/// shutdown cancels it.
+#[test]
+fn empty_select_blocks_for_ever() {
+    use gmprt::runtime::dump::TaskState;
+    let rt = rt();
+    let h = rt.spawn(async {
+        select! {}
+    });
+    let id = h.id();
+    let start = std::time::Instant::now();
+    while !rt.dump().tasks.iter().any(|t| t.id == Some(id) && t.state == TaskState::Parked) {
+        assert!(start.elapsed() < std::time::Duration::from_secs(60), "the task never parked");
+        std::thread::yield_now();
+    }
+    assert!(!h.is_finished());
+    drop(rt); // cancels it
+}

@@ -17,14 +17,21 @@ use std::task::{Context, Poll};
 /// once the channel is closed and drained.
 #[doc(hidden)]
 pub struct RecvArm<'r, T> {
-    chan: &'r Chan<T>,
+    /// `None`: a nil channel's arm (Go's idiom for switching an arm off): never ready, never
+    /// waits on anything.
+    chan: Option<&'r Chan<T>>,
     slot: Option<u32>,
     out: Option<Option<T>>,
 }
 
 impl<'r, T> RecvArm<'r, T> {
     pub(crate) fn new(chan: &'r Chan<T>) -> Self {
-        RecvArm { chan, slot: None, out: None }
+        RecvArm { chan: Some(chan), slot: None, out: None }
+    }
+
+    /// The arm of a nil channel: never chosen.
+    pub(crate) fn nil() -> Self {
+        RecvArm { chan: None, slot: None, out: None }
     }
 
     /// Runs one step of the select protocol on this arm (called by `select!`).
@@ -33,7 +40,9 @@ impl<'r, T> RecvArm<'r, T> {
     where
         'r: 'x,
     {
-        let chan = self.chan;
+        // A nil arm reports no lock, so the select neither locks nor registers it; its looks
+        // find it not ready.
+        let Some(chan) = self.chan else { return false };
         // A select with a `default` arm never waits: a closed channel answers now.
         let nonblocking = op.nonblocking;
         match &mut op.kind {
@@ -71,7 +80,7 @@ impl<'r, T> RecvArm<'r, T> {
 
     fn release(&mut self, keep: bool) {
         let Some(i) = self.slot.take() else { return };
-        let chan = self.chan;
+        let chan = self.chan.expect("only a channel arm has a waiter slot");
         chan.with_lock(|st, wakes| {
             let (status, _) = st.remove(Dir::Recv, i, wakes);
             match (status, keep) {
@@ -109,7 +118,8 @@ impl<T> Drop for RecvArm<'_, T> {
 /// `Err(SendError(value))` if the channel is closed.
 #[doc(hidden)]
 pub struct SendArm<'s, T> {
-    chan: &'s Chan<T>,
+    /// `None`: a nil channel's arm (never ready; its value is dropped with the select).
+    chan: Option<&'s Chan<T>>,
     /// The value, while it is not in a waiter's slot.
     value: Option<T>,
     slot: Option<u32>,
@@ -118,7 +128,13 @@ pub struct SendArm<'s, T> {
 
 impl<'s, T> SendArm<'s, T> {
     pub(crate) fn new(chan: &'s Chan<T>, value: T) -> Self {
-        SendArm { chan, value: Some(value), slot: None, out: None }
+        SendArm { chan: Some(chan), value: Some(value), slot: None, out: None }
+    }
+
+    /// The arm of a nil channel: never chosen (the value was evaluated, as in Go, and is
+    /// dropped with the select).
+    pub(crate) fn nil(value: T) -> Self {
+        SendArm { chan: None, value: Some(value), slot: None, out: None }
     }
 
     /// Runs one step of the select protocol on this arm (called by `select!`).
@@ -127,7 +143,7 @@ impl<'s, T> SendArm<'s, T> {
     where
         's: 'x,
     {
-        let chan = self.chan;
+        let Some(chan) = self.chan else { return false }; // nil: see `RecvArm::handle`
         match &mut op.kind {
             OpKind::Lock(out) => {
                 **out = Some(chan.raw_lock());
@@ -171,7 +187,7 @@ impl<'s, T> SendArm<'s, T> {
 
     fn release(&mut self, keep: bool) {
         let Some(i) = self.slot.take() else { return };
-        let chan = self.chan;
+        let chan = self.chan.expect("only a channel arm has a waiter slot");
         let (status, v) = chan.with_lock(|st, wakes| st.remove(Dir::Send, i, wakes));
         // The value (if a receiver did not take it) comes back out of the lock: it is either
         // the result, or kept for the next try, or dropped with the arm — never under the lock.

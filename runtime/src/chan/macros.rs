@@ -46,6 +46,11 @@
 ///   `return` and `?` work as in a `match`. Patterns must be irrefutable.
 /// * `recv` and `send` are keywords here: a future arm cannot be a call of a function named
 ///   `recv(..)` or `send(..)` (call it through a path, `self::recv(..)`, or bind it first).
+/// * **Nil channels, as Go's:** `recv(opt)` / `send(opt, v)` also take an `Option` of a
+///   receiver / sender (owned or borrowed); `None` is Go's nil channel, an arm that is never
+///   ready — the idiom for switching an arm off, e.g. once its channel reports closed. A
+///   select whose arms are all nil and has no `default` blocks for ever, as Go's.
+/// * `select! {}` blocks for ever (Go's `select {}`); its type is `!`.
 ///
 /// At most 64 arms.
 ///
@@ -87,8 +92,9 @@
 /// ```
 #[macro_export]
 macro_rules! select {
+    // Go's `select {}`: blocks for ever (the task parks and is never woken; its type is `!`).
     () => {
-        ::core::compile_error!("select! needs at least one arm")
+        match ::core::future::pending::<::core::convert::Infallible>().await {}
     };
     ($($arms:tt)+) => {
         $crate::__select_parse!(
@@ -214,10 +220,19 @@ macro_rules! __select_emit {
 #[macro_export]
 macro_rules! __select_arm {
     (recv $n:ident ($($rx:tt)+)) => {
-        let mut $n = ($($rx)+).__recv_arm();
+        let mut $n = {
+            // For `Option`s of receivers (nil channels); a `Receiver`'s own method wins.
+            #[allow(unused_imports)]
+            use $crate::chan::__private::NilRecv as _;
+            ($($rx)+).__recv_arm()
+        };
     };
     (send $n:ident ($tx:expr, $v:expr)) => {
-        let mut $n = ($tx).__send_arm($v);
+        let mut $n = {
+            #[allow(unused_imports)]
+            use $crate::chan::__private::NilSend as _;
+            ($tx).__send_arm($v)
+        };
     };
     (fut $n:ident ($f:expr)) => {
         let $n = ::core::pin::pin!($f);

@@ -121,6 +121,58 @@ use std::sync::Arc;
 pub mod __private {
     pub use super::arms::{FutArm, RecvArm, SendArm};
     pub use super::select::{select, Op, Select, DEFAULT, MAX_ARMS};
+    use super::{Receiver, Sender};
+
+    /// `recv(x)` on an `Option` of a receiver: `None` is Go's nil channel, an arm that never
+    /// fires. (A plain `Receiver` uses its inherent `__recv_arm`.)
+    pub trait NilRecv {
+        /// The values received.
+        type Item;
+        /// The arm.
+        fn __recv_arm(&self) -> RecvArm<'_, Self::Item>;
+    }
+
+    impl<T> NilRecv for Option<Receiver<T>> {
+        type Item = T;
+        fn __recv_arm(&self) -> RecvArm<'_, T> {
+            self.as_ref().map_or_else(RecvArm::nil, |rx| rx.__recv_arm())
+        }
+    }
+
+    impl<T> NilRecv for Option<&Receiver<T>> {
+        type Item = T;
+        fn __recv_arm(&self) -> RecvArm<'_, T> {
+            self.map_or_else(RecvArm::nil, |rx| rx.__recv_arm())
+        }
+    }
+
+    /// `send(x, v)` on an `Option` of a sender: `None` is Go's nil channel.
+    pub trait NilSend {
+        /// The values sent.
+        type Item;
+        /// The arm.
+        fn __send_arm(&self, value: Self::Item) -> SendArm<'_, Self::Item>;
+    }
+
+    impl<T> NilSend for Option<Sender<T>> {
+        type Item = T;
+        fn __send_arm(&self, value: T) -> SendArm<'_, T> {
+            match self {
+                Some(tx) => tx.__send_arm(value),
+                None => SendArm::nil(value),
+            }
+        }
+    }
+
+    impl<T> NilSend for Option<&Sender<T>> {
+        type Item = T;
+        fn __send_arm(&self, value: T) -> SendArm<'_, T> {
+            match self {
+                Some(tx) => tx.__send_arm(value),
+                None => SendArm::nil(value),
+            }
+        }
+    }
 }
 
 /// Makes a channel: Go's `make(chan T, cap)`. `cap == 0` gives an unbuffered channel (every
@@ -189,6 +241,24 @@ impl<T> Sender<T> {
     pub fn close(&self) -> bool {
         crate::checkdead::note_outside_use();
         self.chan.with_lock(|st, wakes| st.close(wakes))
+    }
+
+    /// Closes the channel and panics if it was closed already — Go's `close`, for ports that
+    /// rely on its "close of closed channel" panic to find the bug. [`close`](Self::close)
+    /// returns `false` instead.
+    ///
+    /// ```should_panic
+    /// let (tx, _rx) = gmprt_runtime::chan::chan::<u32>(0);
+    /// tx.close_or_panic();
+    /// tx.close_or_panic(); // panics: close of closed channel
+    /// ```
+    ///
+    /// # Panics
+    /// If the channel was closed already (by any sender or receiver, or by the last sender's
+    /// drop).
+    #[track_caller]
+    pub fn close_or_panic(&self) {
+        assert!(self.close(), "close of closed channel");
     }
 
     /// True once the channel is closed.

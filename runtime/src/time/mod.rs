@@ -1,5 +1,7 @@
-//! Timers: [`sleep`], [`sleep_until`], [`timeout`], [`interval`] — Go's `time.Sleep`,
-//! `time.After` in a `select`, `context.WithTimeout`, `time.Ticker`.
+//! Timers: [`sleep`], [`sleep_until`], [`timeout`], [`interval`] / [`ticker`] — Go's
+//! `time.Sleep`, `context.WithTimeout`, `time.Ticker` — and Go's channel and function timers,
+//! [`Timer`], [`after`], [`after_func`] (`time.NewTimer`, `time.After`, `time.AfterFunc`, with
+//! `Stop` and `Reset`: `timer.rs`).
 //!
 //! # Design (Go's per-P timers)
 //! Each P has a 4-ary min-heap of timers (`heap.rs`). A sleeping task's timer node lives inside
@@ -28,6 +30,9 @@
 //! future finished first) removes its heap slot at once.
 
 mod heap;
+mod timer;
+
+pub use timer::{after, after_func, Timer};
 
 pub(crate) use heap::TimerHeap;
 use heap::{TimerNode, NO_INDEX};
@@ -260,8 +265,10 @@ impl<F: Future> Future for Timeout<F> {
     }
 }
 
-/// A ticker: [`Interval::tick`] completes at `start + k·period`. The first tick is immediate;
-/// ticks missed by a slow consumer are skipped, not bunched (Go's `time.Ticker` drops them).
+/// A ticker: [`Interval::tick`] completes at `start + k·period`. The first tick is immediate
+/// (`k = 0`, tokio's `interval`); [`ticker`] is Go's `time.NewTicker`, whose first tick comes
+/// one period after the start. Ticks missed by a slow consumer are skipped, not bunched (Go's
+/// `time.Ticker` drops them).
 ///
 /// A period so long that the next tick would fall past the end of time (`Duration::MAX`) ticks
 /// once, then never again.
@@ -274,7 +281,32 @@ pub fn interval(period: Duration) -> Interval {
     Interval { period, next: Some(now), sleep: Box::pin(sleep_until(now)) }
 }
 
-/// Returned by [`interval`].
+/// Go's `time.NewTicker(period)`: a ticker whose first tick comes one period after the start
+/// (`start + k·period`, `k ≥ 1`); otherwise as [`interval`] (missed ticks dropped,
+/// [`Interval::reset`] is Go's `Ticker.Reset`).
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// let rt = gmprt_runtime::Runtime::builder().procs(1).build().unwrap();
+/// rt.block_on(async {
+///     let start = Instant::now();
+///     let mut t = gmprt_runtime::time::ticker(Duration::from_millis(5));
+///     assert!(t.tick().await >= start + Duration::from_millis(5), "no tick at the start");
+///     let reset_at = Instant::now();
+///     t.reset(Duration::from_millis(2)); // Go's Reset: the next tick one new period from now
+///     assert!(t.tick().await >= reset_at + Duration::from_millis(2));
+/// });
+/// ```
+///
+/// # Panics
+/// If `period` is zero (Go panics on a non-positive period).
+pub fn ticker(period: Duration) -> Interval {
+    assert!(!period.is_zero(), "ticker period must be non-zero (Go's NewTicker panics too)");
+    let first = Instant::now().checked_add(period);
+    Interval { period, next: first, sleep: Box::pin(Sleep::new(first)) }
+}
+
+/// Returned by [`interval`] and [`ticker`].
 #[derive(Debug)]
 pub struct Interval {
     period: Duration,
@@ -304,5 +336,16 @@ impl Interval {
     /// The period.
     pub fn period(&self) -> Duration {
         self.period
+    }
+
+    /// Go's `Ticker.Reset(period)`: changes the period; the next tick comes one new period
+    /// from now (ticks that were due are dropped).
+    ///
+    /// # Panics
+    /// If `period` is zero, as Go's.
+    pub fn reset(&mut self, period: Duration) {
+        assert!(!period.is_zero(), "ticker period must be non-zero (Go's Ticker.Reset panics too)");
+        self.period = period;
+        self.next = Instant::now().checked_add(period);
     }
 }
