@@ -71,12 +71,14 @@ fn timer_stop_stress() {
 }
 
 /// `TestReset`: resetting an unfired timer returns true and moves its firing (never early: the
-/// instant it sends is at least the new deadline); resetting a fired one returns false.
+/// instant it sends is at least the new deadline); resetting a fired one returns false. Go's
+/// first timer is `2d` and it resets after sleeping `d`, retrying with a larger `d` when a
+/// loaded machine let it fire first; an hour makes "unfired" certain instead.
 #[test]
 fn reset() {
     rt().block_on(async {
         let d = Duration::from_millis(2);
-        let t0 = Timer::new(2 * d);
+        let t0 = Timer::new(HOUR);
         sleep(d).await;
         let reset_at = Instant::now();
         assert!(t0.reset(3 * d), "resetting unfired timer returned false");
