@@ -18,16 +18,16 @@ fn rt() -> gmprt::Runtime {
 /// Iterations of each race: Go runs 100,000 (10,000 in short mode); 20,000 take ~0.2 s here.
 const N: usize = 20_000;
 
-/// Go's `TestNonblockSelectRace`: c1 holds a value; a task selects on c1 and c2 with a default
-/// while the main task sends to c2 and then takes whichever is ready. At every instant one of
-/// the two holds a value, so the default arm must never be chosen.
-#[test]
-fn nonblock_select_race() {
+/// Go's `TestNonblockSelectRace` (`close_c2` false) and `TestNonblockSelectRace2` (true): c1
+/// holds a value; a task selects on c1 and c2 with a default while the main task sends to c2
+/// (or closes it) and then takes whichever is ready. At every instant one of the two is ready,
+/// so the default arm must never be chosen.
+fn nonblock_select_race(close_c2: bool) {
     rt().block_on(async {
         let (done_tx, done_rx) = chan::<bool>(1);
         for i in 0..N {
             let (c1_tx, c1_rx) = chan::<i32>(1);
-            let (c2_tx, c2_rx) = chan::<i32>(1);
+            let (c2_tx, c2_rx) = chan::<i32>(if close_c2 { 0 } else { 1 });
             c1_tx.send(1).await.unwrap();
             let (c1r, c2r, done) = (c1_rx.clone(), c2_rx.clone(), done_tx.clone());
             gmprt::spawn(async move {
@@ -38,7 +38,11 @@ fn nonblock_select_race() {
                 };
                 done.send(ok).await.unwrap();
             });
-            c2_tx.send(1).await.unwrap();
+            if close_c2 {
+                c2_tx.close();
+            } else {
+                c2_tx.send(1).await.unwrap();
+            }
             select! {
                 _ = recv(c1_rx) => {},
                 _ = recv(c2_rx) => {},
@@ -48,32 +52,14 @@ fn nonblock_select_race() {
     });
 }
 
-/// Go's `TestNonblockSelectRace2`: as above, but the main task closes c2 instead of sending.
 #[test]
-fn nonblock_select_race2() {
-    rt().block_on(async {
-        let (done_tx, done_rx) = chan::<bool>(1);
-        for i in 0..N {
-            let (c1_tx, c1_rx) = chan::<i32>(1);
-            let (c2_tx, c2_rx) = chan::<i32>(0);
-            c1_tx.send(1).await.unwrap();
-            let (c1r, c2r, done) = (c1_rx.clone(), c2_rx.clone(), done_tx.clone());
-            gmprt::spawn(async move {
-                let ok = select! {
-                    _ = recv(c1r) => true,
-                    _ = recv(c2r) => true,
-                    default => false,
-                };
-                done.send(ok).await.unwrap();
-            });
-            c2_tx.close();
-            select! {
-                _ = recv(c1_rx) => {},
-                _ = recv(c2_rx) => {},
-            }
-            assert!(done_rx.recv().await.unwrap(), "iteration {i}: no chan is ready");
-        }
-    });
+fn nonblock_select_race_send() {
+    nonblock_select_race(false);
+}
+
+#[test]
+fn nonblock_select_race2_close() {
+    nonblock_select_race(true);
 }
 
 fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {

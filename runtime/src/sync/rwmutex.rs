@@ -59,26 +59,43 @@ struct State {
 }
 
 impl State {
+    /// The one admission rule (module doc): a writer needs nobody holding the lock, a reader
+    /// needs no writer holding it. Who may *try* (an empty queue) is the caller's part.
+    fn can_enter(&self, write: bool) -> bool {
+        !self.writer && (!write || self.readers == 0)
+    }
+
+    /// Takes the lock for a caller `can_enter` let in.
+    fn enter(&mut self, write: bool) {
+        debug_assert!(self.can_enter(write));
+        if write {
+            self.writer = true;
+        } else {
+            self.readers += 1;
+        }
+    }
+
+    /// An arriving caller gets in at once only if nobody waits (Go's writer preference).
+    fn try_enter(&mut self, write: bool) -> bool {
+        let ok = self.queue.is_empty() && self.can_enter(write);
+        if ok {
+            self.enter(write);
+        }
+        ok
+    }
+
     /// Grants the head of the queue while it can go in (module doc); returns the wakers.
     fn dispatch(&mut self) -> Vec<Waker> {
         let mut wake = Vec::new();
         while let Some(k) = self.queue.front() {
-            let w = self.queue.get_mut(k);
-            if w.write {
-                if self.writer || self.readers > 0 {
-                    break;
-                }
-                self.writer = true;
-            } else {
-                if self.writer {
-                    break;
-                }
-                self.readers += 1;
+            let write = self.queue.get_mut(k).write;
+            if !self.can_enter(write) {
+                break;
             }
+            self.enter(write);
             let w = self.queue.get_mut(k);
             w.granted = true;
             wake.extend(w.waker.take());
-            let write = w.write;
             self.queue.unlink(k);
             if write {
                 break;
@@ -156,21 +173,13 @@ impl<T> RwMutex<T> {
     /// Go's `TryRLock`: a read guard if no writer holds the lock and nobody waits.
     pub fn try_read(&self) -> Option<RwMutexReadGuard<'_, T>> {
         crate::checkdead::note_outside_use();
-        let mut st = self.state.lock();
-        (!st.writer && st.queue.is_empty()).then(|| {
-            st.readers += 1;
-            RwMutexReadGuard { lock: self, _marker: PhantomData }
-        })
+        self.state.lock().try_enter(false).then(|| RwMutexReadGuard { lock: self, _marker: PhantomData })
     }
 
     /// Go's `TryLock`: the write guard if nobody holds the lock and nobody waits.
     pub fn try_write(&self) -> Option<RwMutexWriteGuard<'_, T>> {
         crate::checkdead::note_outside_use();
-        let mut st = self.state.lock();
-        (!st.writer && st.readers == 0 && st.queue.is_empty()).then(|| {
-            st.writer = true;
-            RwMutexWriteGuard { lock: self, _marker: PhantomData }
-        })
+        self.state.lock().try_enter(true).then(|| RwMutexWriteGuard { lock: self, _marker: PhantomData })
     }
 
     /// `read`, blocking the calling thread (for plain threads; inside a task it waits as
@@ -216,21 +225,6 @@ pub struct Acquire<'a, T, const WRITE: bool> {
     done: bool,
 }
 
-impl<T, const WRITE: bool> Acquire<'_, T, WRITE> {
-    /// Takes the lock now if the rules let this caller in (module doc, "Acquire").
-    fn try_now(st: &mut State) -> bool {
-        let free = !st.writer && st.queue.is_empty() && (!WRITE || st.readers == 0);
-        if free {
-            if WRITE {
-                st.writer = true;
-            } else {
-                st.readers += 1;
-            }
-        }
-        free
-    }
-}
-
 impl<'a, T> Future for Acquire<'a, T, false> {
     type Output = RwMutexReadGuard<'a, T>;
 
@@ -260,7 +254,7 @@ impl<T, const WRITE: bool> Acquire<'_, T, WRITE> {
         let mut st = self.lock.state.lock();
         match self.key {
             None => {
-                if Self::try_now(&mut st) {
+                if st.try_enter(WRITE) {
                     self.done = true;
                     return Poll::Ready(());
                 }
