@@ -439,8 +439,13 @@ impl Rt for Runtime {
     fn stats_line(&self) -> Option<String> {
         let st = self.stats();
         Some(format!(
-            "steals {} of {} attempts; M parks {}, unparks {}; threads {}",
-            st.steals, st.steal_attempts, st.parks, st.unparks, st.threads
+            "steals {} of {} attempts; M parks {}, unparks {}; threads {}\ncounters: {}",
+            st.steals,
+            st.steal_attempts,
+            st.parks,
+            st.unparks,
+            st.threads,
+            st.scaling_line()
         ))
     }
     fn stats_json(&self) -> Option<serde_json::Value> {

@@ -22,6 +22,28 @@ pub(crate) fn line(shared: &Shared, elapsed: Duration) -> String {
     let lens: Vec<String> = shared.allp.iter().map(|p| p.queued().to_string()).collect();
     let long = shared.external_stats.long_polls.get();
     let mut tail = if long > 0 { format!(" longpolls={long}") } else { String::new() };
+    // The scheduling counters since start-up (sums over the per-P blocks; see
+    // `RuntimeStats::scaling_line` for their meaning).
+    let mut st = RuntimeStats::default();
+    for p in shared.allp.iter().map(|p| &p.stats).chain([&*shared.external_stats]) {
+        st.add(p);
+    }
+    tail += &format!(
+        " steals={}/{} stolen={} rnsteals={} backoffs={} startm={}/{}/{}/{} rearms={} rnrearms={} overcap={} rnearly={}",
+        st.steals,
+        st.steal_attempts,
+        st.stolen,
+        st.runnext_steals,
+        st.runnext_backoffs,
+        st.startm_submit,
+        st.startm_inject,
+        st.startm_spinner,
+        st.startm_other,
+        st.rearms,
+        st.rearms_runnext_only,
+        st.spin_over_cap,
+        st.runnext_steals_early,
+    );
     let mut lat = RuntimeStats::default();
     lat.set_latencies(shared.allp.iter().map(|p| &p.stats).chain([&*shared.external_stats]));
     if lat.sched_latency.count > 0 {

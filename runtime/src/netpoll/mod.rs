@@ -322,7 +322,7 @@ impl Shared {
     pub(crate) fn netpoll_waiter_off_m(&self) {
         // SeqCst: after the waiter's increment of `nwaiters` (module doc, (a)).
         if self.net.lastpoll.load(SeqCst) != 0 {
-            self.wakep();
+            self.wakep(crate::sched::idle::WakeFrom::Other);
         }
     }
 

@@ -65,11 +65,25 @@
 //! that is parking or on its idle path, and two Ps with spawns from outside and from a task.
 
 use super::processor::Processor;
+use super::syscall::P_RUNNING;
 use super::Shared;
-use crate::loom::sync::atomic::{fence, Ordering::SeqCst};
+use crate::loom::sync::atomic::{fence, Ordering::Acquire, Ordering::SeqCst};
 use crate::loom::sync::{wait_for, Condvar, Mutex, MutexGuard};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Why a `wakep` or `startm` happened, for the `startm_*` counters of `RuntimeStats`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WakeFrom {
+    /// A spawn or a wake queued a task on the caller's P (`runqput` added stealable work).
+    Submit,
+    /// A task went to the global queue (`inject`, `injectglist`).
+    Inject,
+    /// A spinning M found work and passes the search on (Go's `resetspinning`).
+    Spinner,
+    /// Timers, the netpoller, sysmon, a P handed off from a syscall.
+    Other,
+}
 
 /// State under `Shared::sched` (Go's `sched.lock`).
 pub(crate) struct Sched {
@@ -130,7 +144,7 @@ impl Shared {
 
     /// Go's `wakep`: after making stealable work, start a spinning M if there is an idle P and
     /// no spinner. Any thread may call it. See the module doc, steps 1 and 4.
-    pub(crate) fn wakep(&self) {
+    pub(crate) fn wakep(&self, from: WakeFrom) {
         loop {
             // Pairs with the fence in the idle path (step 3) and in our own retry below.
             fence(SeqCst);
@@ -146,7 +160,7 @@ impl Shared {
             // Ps, so no P is ever held outside both where its queue would escape the drain.
             let p = if self.is_shutdown() { None } else { self.pidleget(&mut s) };
             match p {
-                Some(p) => return self.startm(s, p, true),
+                Some(p) => return self.startm(s, p, true, from),
                 None => {
                     drop(s);
                     // Step 4: a concurrent submitter may have relied on our transient spinner.
@@ -165,8 +179,22 @@ impl Shared {
 
     /// Go's `startm`: run `p` on an idle M, or on a new thread if none is idle. Called with
     /// `sched` held (the P was just taken from the idle list under it). With `spinning`, the
-    /// caller already counted the M in `nmspinning`. Lock order: `sched`, then an M's slot.
-    pub(crate) fn startm(&self, mut s: MutexGuard<'_, Sched>, p: Box<Processor>, spinning: bool) {
+    /// caller already counted the M in `nmspinning`. `from` only feeds the counters. Lock
+    /// order: `sched`, then an M's slot.
+    pub(crate) fn startm(
+        &self,
+        mut s: MutexGuard<'_, Sched>,
+        p: Box<Processor>,
+        spinning: bool,
+        from: WakeFrom,
+    ) {
+        let st = &self.external_stats;
+        match from {
+            WakeFrom::Submit => st.startm_submit.bump_shared(),
+            WakeFrom::Inject => st.startm_inject.bump_shared(),
+            WakeFrom::Spinner => st.startm_spinner.bump_shared(),
+            WakeFrom::Other => st.startm_other.bump_shared(),
+        }
         self.sysmon_wake();
         if let Some(m) = s.midle.pop() {
             self.nmidle.fetch_sub(1, SeqCst);
@@ -216,7 +244,7 @@ impl Shared {
             // on queued work.
             if self.any_work_visible() {
                 if let Some(p) = self.pidleget(&mut s) {
-                    self.nmspinning.fetch_add(1, SeqCst);
+                    self.become_spinning();
                     return Some((p, true));
                 }
             }
@@ -265,7 +293,7 @@ impl Shared {
                     self.nmidle.fetch_sub(1, SeqCst);
                 }
                 // Spinning: it must look at every P's timers and queues (nmspinning counts it).
-                self.nmspinning.fetch_add(1, SeqCst);
+                self.become_spinning();
                 return Some((p, true));
             }
             // Every P is busy: their Ms run due timers themselves. Park without a deadline.
@@ -292,6 +320,50 @@ impl Shared {
 
     /// True if any queue (global, any P's local queue or runnext) holds a task.
     pub(crate) fn any_work_visible(&self) -> bool {
-        !self.injector.is_empty() || self.allp.iter().any(|p| p.has_work())
+        self.work_seen().is_some()
     }
+
+    /// The idle path's last look (step 3): where work is queued, if anywhere. A P's queue or
+    /// the global queue first; a `runnext` only when no queue holds anything, with whether its
+    /// P was running (its own M runs that task as soon as its poll returns).
+    pub(crate) fn work_seen(&self) -> Option<Seen> {
+        if !self.injector.is_empty() {
+            return Some(Seen::Global);
+        }
+        let mut runnext = None;
+        for p in self.allp.iter() {
+            if !p.stealer.is_empty() {
+                return Some(Seen::Queue);
+            }
+            if runnext != Some(Seen::Runnext { running: false }) && !p.runnext.load(Acquire).is_null() {
+                let running = p.status.load(SeqCst) == P_RUNNING;
+                runnext = Some(Seen::Runnext { running });
+            }
+        }
+        runnext
+    }
+
+    /// Go's `becomeSpinning`: counts the calling M, which holds a P, as spinning, and counts a
+    /// breach of the cap (`RuntimeStats::spin_over_cap`): `2 × spinning ≥ busy` before the
+    /// increment, busy counting the caller's P.
+    pub(crate) fn become_spinning(&self) {
+        let before = self.nmspinning.fetch_add(1, SeqCst);
+        let busy = self.procs().saturating_sub(self.npidle.load(SeqCst));
+        if 2 * before >= busy {
+            self.external_stats.spin_over_cap.bump_shared();
+        }
+    }
+}
+
+/// What the idle path's last look found (`Shared::work_seen`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// The global queue holds a task.
+    Global,
+    /// Some P's local queue holds a task.
+    Queue,
+    /// Only a `runnext` slot holds one; `running`: its P's M is running a task.
+    Runnext { running: bool },
+    /// A timer is due.
+    Timer,
 }

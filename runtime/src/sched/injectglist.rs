@@ -44,7 +44,7 @@ impl Shared {
             return;
         }
         self.startidle(n);
-        self.wakep();
+        self.wakep(super::idle::WakeFrom::Inject);
     }
 
     /// Go's `startIdle`: start up to `n` idle Ps on Ms (non-spinning: there is queued work
@@ -58,7 +58,7 @@ impl Shared {
             // Under `sched`, as in `wakep`: no P leaves the idle list after shutdown.
             let p = if self.is_shutdown() { None } else { self.pidleget(&mut s) };
             match p {
-                Some(p) => self.startm(s, p, false),
+                Some(p) => self.startm(s, p, false, super::idle::WakeFrom::Inject),
                 None => return,
             }
         }

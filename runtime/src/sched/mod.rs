@@ -31,7 +31,7 @@ pub(crate) mod timers;
 pub(crate) mod worker;
 
 use self::context::with_current;
-use self::idle::Sched;
+use self::idle::{Sched, WakeFrom};
 use self::processor::{PShared, Processor, RandomOrder};
 use self::queue::{Injector, Steal};
 use self::stats::{PStats, RuntimeStats};
@@ -293,7 +293,7 @@ impl Shared {
                         let stealable = p.runqput(self, task, next);
                         drop(guard);
                         if stealable {
-                            self.wakep();
+                            self.wakep(WakeFrom::Submit);
                         }
                         return Ok(JoinHandle::new(raw));
                     }
@@ -327,7 +327,7 @@ impl Shared {
                         let stealable = p.runqput(self, task, next);
                         drop(guard);
                         if stealable {
-                            self.wakep();
+                            self.wakep(WakeFrom::Submit);
                         }
                         return None;
                     }
@@ -353,7 +353,7 @@ impl Shared {
             self.drain_injector();
             return;
         }
-        self.wakep();
+        self.wakep(WakeFrom::Inject);
     }
 
     /// Cancels every task in the global queue; only after shutdown set the flag.

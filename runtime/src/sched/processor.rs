@@ -284,10 +284,13 @@ impl Processor {
                 }
                 let vp = &shared.allp[victim];
                 mystats.steal_attempts.bump();
+                let had = self.runq.len();
                 loop {
                     match vp.stealer.steal_batch_with_limit_and_pop(&self.runq, usize::MAX) {
                         Steal::Success(t) => {
                             mystats.steals.bump();
+                            // The returned task plus what the batch put in our queue.
+                            mystats.stolen.add(1 + self.runq.len().saturating_sub(had) as u64);
                             shared.trace_steal(self.id, victim);
                             return Some(t);
                         }
@@ -298,6 +301,12 @@ impl Processor {
                 if last {
                     if let Some(t) = vp.runnext_steal() {
                         mystats.steals.bump();
+                        mystats.stolen.bump();
+                        mystats.runnext_steals.bump();
+                        // Taken from a running P with no back-off at all.
+                        if vp.status.load(Relaxed) == super::syscall::P_RUNNING {
+                            mystats.runnext_steals_early.bump();
+                        }
                         shared.trace_steal(self.id, victim);
                         return Some(t);
                     }

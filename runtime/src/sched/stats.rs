@@ -31,6 +31,11 @@ impl Counter {
     pub(crate) fn bump(&self) {
         self.0.store(self.0.load(Relaxed) + 1, Relaxed);
     }
+    /// Single-writer addition of `n` (as `bump`).
+    #[inline(always)]
+    pub(crate) fn add(&self, n: u64) {
+        self.0.store(self.0.load(Relaxed) + n, Relaxed);
+    }
     /// Multi-writer increment, for the shared block.
     #[inline(always)]
     pub(crate) fn bump_shared(&self) {
@@ -66,6 +71,17 @@ pub(crate) struct PStats {
     pub(crate) polls: Counter,
     pub(crate) steal_attempts: Counter,
     pub(crate) steals: Counter,
+    pub(crate) stolen: Counter,
+    pub(crate) runnext_steals: Counter,
+    pub(crate) runnext_steals_early: Counter,
+    pub(crate) runnext_backoffs: Counter,
+    pub(crate) rearms: Counter,
+    pub(crate) rearms_runnext_only: Counter,
+    pub(crate) spin_over_cap: Counter,
+    pub(crate) startm_submit: Counter,
+    pub(crate) startm_inject: Counter,
+    pub(crate) startm_spinner: Counter,
+    pub(crate) startm_other: Counter,
     pub(crate) global_takes: Counter,
     pub(crate) parks: Counter,
     pub(crate) unparks: Counter,
@@ -85,6 +101,15 @@ impl PStats {
         let mut l = self.latency.lock().unwrap_or_else(PoisonError::into_inner);
         record(&mut l.sched, sched_ns);
         record(&mut l.poll, poll_ns);
+    }
+}
+
+/// `a / b`, 0 when `b` is 0.
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
     }
 }
 
@@ -127,6 +152,37 @@ pub struct RuntimeStats {
     pub steal_attempts: u64,
     /// Visits that came back with work.
     pub steals: u64,
+    /// Tasks those visits took (a queue steal takes half the victim's queue; a `runnext`
+    /// steal one task): `stolen / steals` is tasks per successful steal.
+    pub stolen: u64,
+    /// Tasks taken from another P's `runnext` slot (the last resort of stealing).
+    pub runnext_steals: u64,
+    /// `runnext` steals from a *running* P without a back-off between seeing the task and
+    /// taking it (Go's `runqgrab` sleeps first, so the owner can run its own child). Reads 0 by
+    /// design: the counter checks the rule where it is applied (`processor.rs`, "runnext").
+    pub runnext_steals_early: u64,
+    /// Back-offs a thief slept before taking a running P's `runnext` (at most one per steal
+    /// pass, `processor.rs`).
+    pub runnext_backoffs: u64,
+    /// Times an M that had given its P back saw work on its last look and took a P again as a
+    /// spinning M (`idle.rs`, step 3).
+    pub rearms: u64,
+    /// Of `rearms`, those where the only work seen was a running P's `runnext`, which its own
+    /// M runs as soon as its poll returns. Reads 0 by design (`idle.rs`, step 3).
+    pub rearms_runnext_only: u64,
+    /// Times an M became spinning while `2 × spinning Ms ≥ busy Ps` (Go's cap: at most half
+    /// the busy Ps spin), judged against the counts read in the same decision. Reads 0 by
+    /// design (`idle.rs`, "spinning cap").
+    pub spin_over_cap: u64,
+    /// `startm`s (an idle P handed to a parked or new M) by why they happened: a task queued
+    /// on a P by a spawn or a wake (`wakep` after `runqput`) ...
+    pub startm_submit: u64,
+    /// ... a task pushed to the global queue (a spawn or a wake from outside, `injectglist`) ...
+    pub startm_inject: u64,
+    /// ... a spinning M that found work and passed the search on (Go's `resetspinning`) ...
+    pub startm_spinner: u64,
+    /// ... and the rest: timers, the netpoller, sysmon, a P handed off from a syscall.
+    pub startm_other: u64,
     /// Takes from the global queue (single fairness takes and batch refills).
     pub global_takes: u64,
     /// Times an M parked for lack of work.
@@ -175,6 +231,53 @@ pub struct RuntimeStats {
 }
 
 impl RuntimeStats {
+    /// Victim visits per task spawned (0 when nothing was spawned).
+    pub fn steal_attempts_per_task(&self) -> f64 {
+        ratio(self.steal_attempts, self.spawned)
+    }
+
+    /// Tasks taken per successful steal (0 when nothing was stolen).
+    pub fn tasks_per_steal(&self) -> f64 {
+        ratio(self.stolen, self.steals)
+    }
+
+    /// M unparks per 1,000 tasks spawned.
+    pub fn unparks_per_1k_tasks(&self) -> f64 {
+        1000.0 * ratio(self.unparks, self.spawned)
+    }
+
+    /// All `startm`s, whatever their cause.
+    pub fn startms(&self) -> u64 {
+        self.startm_submit + self.startm_inject + self.startm_spinner + self.startm_other
+    }
+
+    /// The structural counters on one line, as `million_tasks` and the scaling bench print
+    /// them: `key=value` pairs, the ratios first, then the counters that read 0 by design.
+    pub fn scaling_line(&self) -> String {
+        format!(
+            "steal_attempts_per_task={:.3} tasks_per_steal={:.2} steals={} stolen={} runnext_steals={} \
+             runnext_backoffs={} unparks_per_1k_tasks={:.2} startm_submit={} startm_inject={} \
+             startm_spinner={} startm_other={} rearms={} parks={} \
+             rearms_runnext_only={} spin_over_cap={} runnext_steals_early={}",
+            self.steal_attempts_per_task(),
+            self.tasks_per_steal(),
+            self.steals,
+            self.stolen,
+            self.runnext_steals,
+            self.runnext_backoffs,
+            self.unparks_per_1k_tasks(),
+            self.startm_submit,
+            self.startm_inject,
+            self.startm_spinner,
+            self.startm_other,
+            self.rearms,
+            self.parks,
+            self.rearms_runnext_only,
+            self.spin_over_cap,
+            self.runnext_steals_early,
+        )
+    }
+
     /// Tasks neither completed nor cancelled yet. Exact when quiescent; a snapshot taken while
     /// tasks run reads the counters one after another, so it saturates at zero.
     pub fn live(&self) -> u64 {
@@ -201,6 +304,17 @@ impl RuntimeStats {
         self.polls += p.polls.get();
         self.steal_attempts += p.steal_attempts.get();
         self.steals += p.steals.get();
+        self.stolen += p.stolen.get();
+        self.runnext_steals += p.runnext_steals.get();
+        self.runnext_steals_early += p.runnext_steals_early.get();
+        self.runnext_backoffs += p.runnext_backoffs.get();
+        self.rearms += p.rearms.get();
+        self.rearms_runnext_only += p.rearms_runnext_only.get();
+        self.spin_over_cap += p.spin_over_cap.get();
+        self.startm_submit += p.startm_submit.get();
+        self.startm_inject += p.startm_inject.get();
+        self.startm_spinner += p.startm_spinner.get();
+        self.startm_other += p.startm_other.get();
         self.global_takes += p.global_takes.get();
         self.parks += p.parks.get();
         self.unparks += p.unparks.get();

@@ -193,7 +193,7 @@ impl Shared {
         let busy =
             ps.has_work() || !self.injector.is_empty() || ps.timer0_when.load(SeqCst) != 0 || last_for_net;
         if busy && !self.is_shutdown() {
-            self.startm(s, p, false);
+            self.startm(s, p, false, super::idle::WakeFrom::Other);
         } else {
             let mut s = s;
             self.pidleput(&mut s, p);

@@ -107,7 +107,7 @@ impl Shared {
                     let has_work = ps.has_work();
                     s.queued_rounds = if has_work { s.queued_rounds + 1 } else { 0 };
                     if has_work && self.npidle.load(SeqCst) > 0 {
-                        self.wakep();
+                        self.wakep(super::idle::WakeFrom::Other);
                         acted = true;
                     }
                     let long = now.saturating_sub(s.since) >= LONG_POLL_NS;

@@ -95,7 +95,7 @@ impl Shared {
         if !on_m {
             // Some M must fold the new deadline into its parking time: start a spinner if none
             // is looking (it checks every P's timers, then parks until the earliest one).
-            self.wakep();
+            self.wakep(super::idle::WakeFrom::Other);
         }
     }
 }

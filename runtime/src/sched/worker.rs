@@ -15,7 +15,7 @@
 //! drains its queues.
 
 use super::context::{enter, Context};
-use super::idle::MPark;
+use super::idle::{MPark, Seen, WakeFrom};
 use super::processor::{Processor, GLOBAL_CHECK_TICKS};
 use super::Shared;
 use crate::loom::sync::atomic::{fence, Ordering::Relaxed, Ordering::SeqCst};
@@ -48,7 +48,7 @@ pub(crate) fn m_main(shared: Arc<Shared>, mid: usize, p: Option<Box<Processor>>,
             // Go's resetspinning.
             m.spinning = false;
             shared.nmspinning.fetch_sub(1, SeqCst);
-            shared.wakep();
+            shared.wakep(WakeFrom::Spinner);
         }
         let ps = &shared.allp[cx.pid.get()];
         ps.stats.polls.bump();
@@ -145,7 +145,7 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
             if m.spinning || 2 * shared.nmspinning.load(SeqCst) < busy {
                 if !m.spinning {
                     m.spinning = true;
-                    shared.nmspinning.fetch_add(1, SeqCst);
+                    shared.become_spinning();
                 }
                 if let Some(t) = p.steal_work(shared) {
                     p.schedtick = p.schedtick.wrapping_add(1);
@@ -180,19 +180,24 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
         // After the fence, like the queues: a timer added off an M is followed by `wakep`.
         let next_timer = shared.next_timer_when();
         let timer_due = next_timer != 0 && next_timer <= shared.now_nanos();
-        if timer_due || shared.any_work_visible() {
+        let seen = if timer_due { Some(Seen::Timer) } else { shared.work_seen() };
+        if let Some(seen) = seen {
             let p = {
                 let mut s = shared.sched.lock();
                 shared.pidleget(&mut s)
             };
             if let Some(p) = p {
                 cx.set_p(Some(p));
+                shared.external_stats.rearms.bump_shared();
+                if seen == (Seen::Runnext { running: true }) {
+                    shared.external_stats.rearms_runnext_only.bump_shared();
+                }
                 // Spinning now, whether or not we were (Go's `becomeSpinning` here): the work
                 // may be on another P (its queue or runnext), which only stealing reaches. A
                 // non-spinning M over the spinning limit would instead loop here (release P,
                 // see the work, take P) for as long as the counted spinners do not run.
                 m.spinning = true;
-                shared.nmspinning.fetch_add(1, SeqCst);
+                shared.become_spinning();
                 continue;
             }
             // Another M took the idle P; it will find the work.
@@ -217,7 +222,7 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
                     // A timer fell due (or a break): spinning, as after a timed park, to fire
                     // due timers anywhere and look at every P.
                     m.spinning = true;
-                    shared.nmspinning.fetch_add(1, SeqCst);
+                    shared.become_spinning();
                 } else {
                     shared.netpoll_ready_here(ws);
                 }
