@@ -80,9 +80,10 @@ impl Scheduler {
         n
     }
 
-    /// `PShared::runnext_steal` on P `victim`.
+    /// `PShared::runnext_steal` on P `victim`, of whatever its slot holds now (no back-off).
     pub fn runnext_steal(&self, victim: usize) -> Option<Task> {
-        self.shared.allp[victim].runnext_steal().map(Task)
+        let vp = &self.shared.allp[victim];
+        vp.runnext_steal(vp.runnext.load(SeqCst)).map(Task)
     }
 
     /// Steals one task from P `victim`'s local queue (not its `runnext`).
@@ -142,6 +143,25 @@ impl P {
     /// `Processor::runqget`: `(task, taken from runnext)`.
     pub fn runqget(&mut self) -> Option<(Task, bool)> {
         self.p.runqget(&self.shared).map(|(t, inherit)| (Task(t), inherit))
+    }
+
+    /// Marks this P as held by a running M (`PShared::status`, as `Context::set_p` does), so
+    /// thieves back off before taking its `runnext`.
+    pub fn set_running(&self) {
+        self.shared.allp[self.p.id].status.store(crate::sched::syscall::P_RUNNING, SeqCst);
+    }
+
+    /// `Processor::steal_work`: one whole steal pass from this P (its back-off is a yield).
+    pub fn steal_work(&mut self) -> Option<Task> {
+        self.p.steal_work(&self.shared).map(Task)
+    }
+}
+
+impl Scheduler {
+    /// `(runnext_steals, runnext_backoffs, runnext_steals_early)` from the counters.
+    pub fn runnext_counters(&self) -> (u64, u64, u64) {
+        let st = self.shared.stats();
+        (st.runnext_steals, st.runnext_backoffs, st.runnext_steals_early)
     }
 }
 

@@ -25,7 +25,7 @@ pub(crate) fn line(shared: &Shared, elapsed: Duration) -> String {
     // The scheduling counters since start-up (sums over the per-P blocks; see
     // `RuntimeStats::scaling_line` for their meaning).
     let mut st = RuntimeStats::default();
-    for p in shared.allp.iter().map(|p| &p.stats).chain([&*shared.external_stats]) {
+    for p in shared.allp.iter().map(|p| &*p.stats).chain([&*shared.external_stats]) {
         st.add(p);
     }
     tail += &format!(
@@ -45,7 +45,7 @@ pub(crate) fn line(shared: &Shared, elapsed: Duration) -> String {
         st.runnext_steals_early,
     );
     let mut lat = RuntimeStats::default();
-    lat.set_latencies(shared.allp.iter().map(|p| &p.stats).chain([&*shared.external_stats]));
+    lat.set_latencies(shared.allp.iter().map(|p| &*p.stats).chain([&*shared.external_stats]));
     if lat.sched_latency.count > 0 {
         let (s, p) = (lat.sched_latency, lat.poll_time);
         tail += &format!(" schedlat={:.1?}/{:.1?} polltime={:.1?}/{:.1?}", s.p50, s.p99, p.p50, p.p99);

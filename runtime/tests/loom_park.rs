@@ -38,6 +38,15 @@ fn task(runs: &Arc<AtomicUsize>, v: u32) -> impl Future<Output = u32> + Send + '
     }
 }
 
+/// The counters that read 0 by design (issue 25), checked in every explored execution: no M
+/// started spinning past the cap, none re-armed for a running P's `runnext` alone, and no
+/// running P's `runnext` was stolen without a back-off.
+fn assert_structural(rt: &Runtime) {
+    let st = rt.stats();
+    assert_eq!((st.spin_over_cap, st.rearms_runnext_only, st.runnext_steals_early), (0, 0, 0), "{st:?}");
+}
+
+
 /// procs = 1, M started by `build`. A plain (non-runtime) thread spawns (global queue +
 /// `wakep`) while the only M is on its way to park; the spawner then blocks in `join()`.
 #[test]
@@ -82,6 +91,7 @@ fn park_second_spawn_races_idle_path_procs1() {
         assert_eq!(h.spawn(task(&runs, 1)).join().unwrap(), 1);
         assert_eq!(h.spawn(task(&runs, 2)).join().unwrap(), 2);
         assert_eq!(runs.load(SeqCst), 2);
+        assert_structural(&rt);
         drop(rt);
     });
 }
@@ -96,6 +106,7 @@ fn park_spawn_from_block_on_procs2() {
         let body = task(&runs, 42);
         assert_eq!(rt.block_on(async move { gmprt_runtime::spawn(body).await.unwrap() }), 42);
         assert_eq!(runs.load(SeqCst), 1);
+        assert_structural(&rt);
         drop(rt);
     });
 }
@@ -117,6 +128,7 @@ fn park_spawn_from_task_procs2() {
         };
         assert_eq!(rt.block_on(async move { gmprt_runtime::spawn(parent).await.unwrap() }), 3);
         assert_eq!(runs.load(SeqCst), 2);
+        assert_structural(&rt);
         drop(rt);
     });
 }
@@ -200,6 +212,7 @@ fn injectglist_model(procs: usize, max_preemptions: usize) {
         let list = std::mem::take(&mut *parked.lock().unwrap());
         gmprt_runtime::injectglist(list);
         assert_eq!(a.join().unwrap() + b.join().unwrap(), 3);
+        assert_structural(&rt);
         drop(rt);
     });
 }

@@ -128,3 +128,63 @@ fn runnext_displace_races_steal() {
         assert_eq!(s.live_tasks(), 0, "a task leaked");
     });
 }
+
+/// A whole steal pass against a *running* owner (`processor.rs`, "Stealing runnext"): the owner
+/// installs A in `runnext`, then either runs it at once or first displaces it into its queue
+/// with B; the thief's `steal_work` must not take a running P's `runnext` before its back-off
+/// (a yield under loom, where the owner may run it). Every task is taken and polled exactly
+/// once, no steal is early, and a `runnext` steal always follows a back-off.
+fn steal_pass_against_running_owner(displace: bool) {
+    loom::model(move || {
+        let (s, mut ps) = Scheduler::new(2);
+        let s = Arc::new(s);
+        let mut thief_p = ps.pop().unwrap();
+        let mut p = ps.pop().unwrap();
+        assert_eq!(p.id(), 0);
+        p.set_running();
+        let (task_a, a) = tracked(&s);
+        let (task_b, b) = tracked(&s);
+        let known = vec![a.clone(), b.clone()];
+
+        let thief = {
+            let known = known.clone();
+            thread::spawn(move || {
+                if let Some(t) = thief_p.steal_work() {
+                    take_and_run(t, &known);
+                }
+                drop(thief_p);
+            })
+        };
+
+        assert!(!p.runqput(task_a, true));
+        if displace {
+            let _ = p.runqput(task_b, true);
+        } else {
+            take_and_run(task_b, &known); // B runs elsewhere; only A passes through runnext
+        }
+        while let Some((t, _)) = p.runqget() {
+            take_and_run(t, &known);
+        }
+        thief.join().unwrap();
+
+        for t in &known {
+            assert_eq!(t.takes.load(SeqCst), 1);
+            assert_eq!(t.polls.load(SeqCst), 1);
+        }
+        let (rn_steals, backoffs, early) = s.runnext_counters();
+        assert_eq!(early, 0, "a running P's runnext was taken without a back-off");
+        assert!(rn_steals <= backoffs, "{rn_steals} runnext steals after {backoffs} back-offs");
+        drop(p);
+        assert_eq!(s.live_tasks(), 0, "a task leaked");
+    });
+}
+
+#[test]
+fn steal_pass_backs_off_before_a_running_ps_runnext() {
+    steal_pass_against_running_owner(false);
+}
+
+#[test]
+fn steal_pass_backs_off_then_takes_the_displaced_task() {
+    steal_pass_against_running_owner(true);
+}

@@ -19,13 +19,26 @@
 //!    returns.
 //! 2. **Spinner.** A spinning M that finds work stops spinning (`nmspinning -= 1`) and, as Go's
 //!    `resetspinning`, calls `wakep` itself: there may be more work, and it was the one that was
-//!    supposed to find it. At most `busy Ps / 2` Ms spin at once.
+//!    supposed to find it.
+//!
+//!    **Spinning cap.** An M becomes a spinner only while fewer than half the busy Ps have one:
+//!    `2·nmspinning < busy`, busy counting the P the M holds or is about to take
+//!    ([`Shared::try_spin`], a CAS, so Ms deciding at once cannot overshoot). Every path to
+//!    spinning passes there — the steal check in `findRunnable`, the re-arm of step 3, a timed
+//!    wake-up — except `wakep`'s first spinner (0 → 1, always within the cap). A timed or
+//!    netpoll wake-up over the cap keeps its P as a plain M: it fires due timers and runs what
+//!    its own queues and the global queue hold, and steals nothing.
 //! 3. **M going idle** (found nothing): under `sched`, recheck the global queue, then put its P
 //!    on the idle list (`npidle += 1`); then stop spinning (`nmspinning -= 1` if it was);
-//!    `fence(SeqCst)`; then **recheck every P's queue, runnext and the global queue**. If it
-//!    sees work and can take an idle P, it continues looking as a *spinning* M (Go's
-//!    `becomeSpinning`: the work may be another P's, reachable only by stealing); otherwise it
-//!    parks (`stopm`) until `startm` hands it a P.
+//!    `fence(SeqCst)`; then **recheck the global queue, every P's queue and the `runnext` of
+//!    every P that is not running** ([`Shared::work_seen`]). A running P's `runnext` is left
+//!    out: its own M runs that task when its poll returns, thieves take it only after a
+//!    back-off (`processor.rs`, "Stealing runnext"), and counting it sent every M that went
+//!    idle beside a spawner back to spinning, past the cap, for a task it was not to take. If
+//!    it sees work, an idle P exists and the cap allows one more spinner with that P counted
+//!    busy, it takes the P and continues looking as a *spinning* M (Go's `becomeSpinning`: the
+//!    work may be another P's, reachable only by stealing); otherwise it parks (`stopm`) until
+//!    `startm` hands it a P.
 //! 4. **`wakep` that finds no idle P** undoes its `nmspinning` increment, `fence(SeqCst)`s and
 //!    rechecks the queues and `npidle`; if both show something it tries again.
 //!
@@ -49,6 +62,16 @@
 //!   by step 2 it calls `wakep`, whose fence comes after W, and the argument repeats with a
 //!   later fence — or goes idle through step 3, whose recheck comes after S's spin began …
 //!   and after W in the fence order, so it sees T.
+//!
+//! * An M whose recheck sees T but is refused by the cap read `nmspinning = n ≥ 1` (the cap
+//!   refuses only when `2n ≥ busy ≥ 1`) after its fence: it is in the position of a submitter
+//!   that saw `nmspinning > 0`, and the previous point applies to the spinner it counted.
+//!   It takes no P before deciding, so no submitter can read `npidle == 0` because of it.
+//! * A spinner that sleeps in the `runnext` back-off is still counted and holds its P; the
+//!   back-off is bounded, after which it takes work (step 2) or goes idle (step 3).
+//! * A task left out of the recheck — in a running P's `runnext` — is not stranded: the M
+//!   running that P is awake and runs it when its poll returns; if the poll runs long with
+//!   work queued, sysmon's `wakep` sends a spinner, which takes it after one back-off.
 //!
 //! Each repetition happens strictly later in the fence order and involves an M that is
 //! awake at that point, so "every M sleeps while T is queued" cannot be reached.
@@ -243,8 +266,7 @@ impl Shared {
             // just-started M, which reaches here without the idle path's recheck, could sleep
             // on queued work.
             if self.any_work_visible() {
-                if let Some(p) = self.pidleget(&mut s) {
-                    self.become_spinning();
+                if let Some(p) = self.pidleget_spinning(&mut s) {
                     return Some((p, true));
                 }
             }
@@ -292,9 +314,10 @@ impl Shared {
                     s.midle.swap_remove(i);
                     self.nmidle.fetch_sub(1, SeqCst);
                 }
-                // Spinning: it must look at every P's timers and queues (nmspinning counts it).
-                self.become_spinning();
-                return Some((p, true));
+                // Spinning if the cap allows (to look at every P); either way it fires the due
+                // timers of every P before it can go idle again (`run_all_timers`).
+                let spinning = self.try_spin(false);
+                return Some((p, spinning));
             }
             // Every P is busy: their Ms run due timers themselves. Park without a deadline.
             timer = 0;
@@ -323,9 +346,13 @@ impl Shared {
         self.work_seen().is_some()
     }
 
-    /// The idle path's last look (step 3): where work is queued, if anywhere. A P's queue or
-    /// the global queue first; a `runnext` only when no queue holds anything, with whether its
-    /// P was running (its own M runs that task as soon as its poll returns).
+    /// The idle path's last look (step 3): where work that an M without a P must go after is
+    /// queued, if anywhere: the global queue, a P's queue, or the `runnext` of a P that is not
+    /// running (one in a blocking call). A *running* P's `runnext` is not such work: its own M
+    /// runs it as soon as its poll returns, and a thief may take it only after a back-off
+    /// (`processor.rs`, "Stealing runnext"); counting it made every M that went idle beside a
+    /// spawner turn spinner again, past the cap, for a task it was not meant to take. The
+    /// status is read before the slot, so a running P's busy `runnext` line is not touched.
     pub(crate) fn work_seen(&self) -> Option<Seen> {
         if !self.injector.is_empty() {
             return Some(Seen::Global);
@@ -335,23 +362,51 @@ impl Shared {
             if !p.stealer.is_empty() {
                 return Some(Seen::Queue);
             }
-            if runnext != Some(Seen::Runnext { running: false }) && !p.runnext.load(Acquire).is_null() {
-                let running = p.status.load(SeqCst) == P_RUNNING;
-                runnext = Some(Seen::Runnext { running });
+            if runnext.is_none() && p.status.load(SeqCst) != P_RUNNING && !p.runnext.load(Acquire).is_null() {
+                runnext = Some(Seen::Runnext { running: false });
             }
         }
         runnext
     }
 
-    /// Go's `becomeSpinning`: counts the calling M, which holds a P, as spinning, and counts a
-    /// breach of the cap (`RuntimeStats::spin_over_cap`): `2 × spinning ≥ busy` before the
-    /// increment, busy counting the caller's P.
-    pub(crate) fn become_spinning(&self) {
-        let before = self.nmspinning.fetch_add(1, SeqCst);
-        let busy = self.procs().saturating_sub(self.npidle.load(SeqCst));
-        if 2 * before >= busy {
-            self.external_stats.spin_over_cap.bump_shared();
+    /// The spinning cap (Go's `2*nmspinning < gomaxprocs-npidle` in `findRunnable`): counts the
+    /// calling M as spinning if fewer than half the busy Ps have a spinning M, and returns
+    /// whether it did. The caller holds a P, counted busy, or (`taking`) is about to take one
+    /// under `sched`. A CAS, so Ms deciding at once cannot all pass the check and overshoot
+    /// it, as a load then an add could. Every M that starts spinning passes here except
+    /// `wakep`'s first spinner (0 → 1, which the cap always allows: busy ≥ 1 once it has its
+    /// P); `RuntimeStats::spin_over_cap` counts a pass that broke the cap (0 by design).
+    pub(crate) fn try_spin(&self, taking: bool) -> bool {
+        let mut n = self.nmspinning.load(SeqCst);
+        loop {
+            let busy = self.procs().saturating_sub(self.npidle.load(SeqCst)) + usize::from(taking);
+            if 2 * n >= busy {
+                return false;
+            }
+            if self.nmspinning.compare_exchange_weak(n, n + 1, SeqCst, SeqCst).is_ok() {
+                // The cap as the increment left it, from the counts the decision read.
+                if 2 * (n + 1) > busy + 1 {
+                    self.external_stats.spin_over_cap.bump_shared();
+                }
+                return true;
+            }
+            n = self.nmspinning.load(SeqCst);
         }
+    }
+
+    /// Step 3's re-arm: under `sched`, takes an idle P for the calling M (which holds none) as
+    /// a *spinning* M, if an idle P exists and the spinning cap allows one more spinner with
+    /// that P counted busy (`try_spin`). `None` means another M took the idle P, or at least
+    /// half the busy Ps already have a spinning M: either way an M that is awake will find the
+    /// work (module doc, "Why no wakeup is lost").
+    pub(crate) fn pidleget_spinning(&self, s: &mut MutexGuard<'_, Sched>) -> Option<Box<Processor>> {
+        // npidle changes only under `sched`, which we hold: the P counted in `try_spin` is there.
+        if s.pidle.is_empty() || !self.try_spin(true) {
+            return None;
+        }
+        let p = self.pidleget(s);
+        debug_assert!(p.is_some(), "the idle list emptied under the sched lock");
+        p
     }
 }
 

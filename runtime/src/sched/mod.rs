@@ -427,7 +427,7 @@ impl Shared {
             st.local_queue_lens.push(p.queued());
         }
         st.add(&self.external_stats);
-        st.set_latencies(self.allp.iter().map(|p| &p.stats).chain([&*self.external_stats]));
+        st.set_latencies(self.allp.iter().map(|p| &*p.stats).chain([&*self.external_stats]));
         st.threads = self.mcount.load(Relaxed);
         st.global_queue_len = self.injector.len();
         st.parked_tasks = self.owned.len();

@@ -10,7 +10,8 @@
 //! * `runqput(next = true)` — *owner only*: `swap` the new task in; a task it displaces goes to
 //!   the tail of the local queue.
 //! * `runqget` — *owner only*: `swap(null)` takes it.
-//! * `runnext_steal` — *any M*, last resort: `compare_exchange(ptr, null)`.
+//! * `runnext_steal` — *any M*, last resort: `compare_exchange(ptr, null)` of a pointer it saw
+//!   earlier (see "Stealing runnext").
 //!
 //! Every taker uses one atomic read-modify-write that leaves null behind, so exactly one of
 //! them obtains a given pointer: the task is run once. The swap that installs a task is
@@ -26,19 +27,48 @@
 //! A task placed in an *empty* `runnext` does not `wakep` (see `idle.rs`): the current M runs
 //! it as soon as the current poll returns, and waking a second M to steal it would only move
 //! a cache-hot task across cores (tokio's LIFO slot makes the same choice). Go calls `wakep`
-//! on every `newproc` and makes thieves wait ~3 µs before taking a running P's `runnext`
-//! instead. The cost of our choice: "spawn exactly one child, then compute without awaiting"
-//! runs the child only after the computation — a second spawn (which displaces the first
-//! into the stealable queue) or an `.await` lets it run elsewhere.
+//! on every `newproc` and makes thieves wait before taking a running P's `runnext` (below).
+//! The cost of our choice: "spawn exactly one child, then compute without awaiting" runs the
+//! child only after the computation — a second spawn (which displaces the first into the
+//! stealable queue) or an `.await` lets it run elsewhere, and sysmon wakes a spinner for a
+//! poll that holds queued work past a round (`sysmon.rs`).
+//!
+//! # Stealing runnext
+//! A running P's `runnext` is the task its M will run next, within nanoseconds when the
+//! current task is about to block or return. Taking it at once (as this runtime did before
+//! issue 25) moves that task across cores, and on 16 cores it made stealing a one-task trade:
+//! each thief took the spawner's latest child the moment it appeared, paying a CAS on the
+//! spawner's line, a `wakep` and a fresh scan per task (15.5 visits and 0.76 steals per task
+//! for 1M spawns at 16 Ps). So, as Go's `runqgrab`, a thief takes a *running* P's `runnext`
+//! only after a back-off ([`RUNNEXT_BACKOFF`]):
+//! 1. the last round of `steal_work` records each running victim whose `runnext` holds a task,
+//!    with the task's pointer, instead of taking it; a victim in a blocking call (`P_SYSCALL`)
+//!    gives its `runnext` at once, an idle P has none;
+//! 2. if that round found nothing else, the thief backs off **once** for all of them, then
+//!    visits each recorded victim's queue again (meanwhile the owner's next spawns have
+//!    displaced tasks into it: half of them go in one steal) and only then CASes the recorded
+//!    pointer out of its `runnext` — a CAS that fails if the owner has run that task.
+//!
+//! Why this keeps the idle protocol's guarantees (`idle.rs`): the thief is a spinning M for
+//! the whole back-off, so it counts in `nmspinning`, holds its P and is awake in the sense of
+//! the proof sketch — after a bounded wait it either takes work (then `resetspinning` and
+//! `wakep`) or goes through the idle path's fence and last look. A task in a running P's
+//! `runnext` is never stranded: its own M runs it when the current poll returns, and a poll
+//! that runs long with work queued behind it gets a spinner from sysmon, which takes the task
+//! after one back-off. `runnext_steals_early` in `RuntimeStats` counts steals of a running
+//! P's `runnext` not preceded by a back-off since the task was seen (0 by design), and
+//! `tests/loom_runnext.rs` checks the pass against an owner that runs, displaces or keeps it.
 
 use super::queue::{Injector, Steal, Stealer, Worker};
 use super::stats::PStats;
+use super::syscall::{P_RUNNING, P_SYSCALL};
 use super::Shared;
 use crate::loom::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering::*};
 use crate::loom::sync::Mutex;
 use crate::task::cache::CellCache;
 use crate::task::{Header, Notified, TaskId};
 use crate::time::TimerHeap;
+use crossbeam_utils::CachePadded;
 use std::ptr::{self, NonNull};
 
 /// Consecutive `runnext` runs before the slot yields to the queue. Go bounds the inherited
@@ -46,6 +76,25 @@ use std::ptr::{self, NonNull};
 /// bound it by count. 16 keeps a ping-pong pair on one P (cache-hot, no cross-core wake) for
 /// 16 round trips, then lets queued tasks in: a queued task waits at most 16 short polls.
 pub(crate) const RUNNEXT_CHAIN_MAX: u32 = if crate::loom::LOOM { 2 } else { 16 };
+
+/// How long a thief waits before taking a *running* P's `runnext` (Go's `runqgrab`:
+/// `usleep(3)`): see "Stealing runnext" in the module doc. Go's reasoning for 3 µs: a task that
+/// readies another and then blocks lets its own P run the readied one within ~50 ns (a channel
+/// hand-off), so 3 µs is ~50× that. Like Go's `usleep`, `thread::sleep` is a `nanosleep`, which
+/// Linux stretches by the thread's timer slack (50 µs by default): measured on the 2-core VM,
+/// a 3 µs sleep lasts 71-85 µs (p10-p99, 2,000 sleeps). That is the back-off Go really does
+/// there, and the one measured on 16 cores (issue 25's experiment B).
+#[cfg_attr(loom, allow(dead_code))] // under loom the back-off is a yield
+pub(crate) const RUNNEXT_BACKOFF: std::time::Duration = std::time::Duration::from_micros(3);
+
+/// The back-off itself; under loom a yield (a point where the owner may run), since loom
+/// models no time.
+fn runnext_backoff() {
+    #[cfg(not(loom))]
+    std::thread::sleep(RUNNEXT_BACKOFF);
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}
 
 /// Go's `schedtick % 61`: a P looks at the global queue first once every 61 ticks, so a P
 /// busy with its own tasks cannot starve spawns from outside. 61 is prime, like Go's, so it
@@ -59,18 +108,30 @@ const GLOBAL_BATCH_MAX: usize = 128;
 const GOID_BATCH: u64 = 16;
 
 /// The part of a P that other Ms see.
+///
+/// Laid out by who writes what (`repr(C)` keeps the order; `Shared::allp` pads each P to its
+/// own lines): first what every thief and every idle M's last look reads and almost nobody
+/// writes; then `runnext`, which the owner writes on every spawn and wake, on a line of its
+/// own; then the counters and the rest, which the owner writes on every poll. Before this
+/// split a thief's look at `stealer` or `status` shared a line with the owner's per-poll
+/// counter writes, so every idle round cost the busy P a cache miss.
+#[repr(C)]
 pub(crate) struct PShared {
+    // Read by thieves and idle Ms on every look; written only when the P changes hands.
     pub(crate) stealer: Stealer<Notified>,
-    pub(crate) runnext: AtomicPtr<Header>,
-    pub(crate) stats: PStats,
-    /// This P's timers (`time/heap.rs`). Any M may lock it: the owner to add and fire, others
-    /// to fire timers of a P whose M is busy, and a `Sleep`'s owner to cancel.
-    pub(crate) timers: Mutex<TimerHeap>,
+    /// `P_IDLE` / `P_RUNNING` / `P_SYSCALL` (`syscall.rs`): for sysmon, for a thief deciding
+    /// whether to back off before taking `runnext`, and for the idle path's last look.
+    pub(crate) status: AtomicU8,
     /// The heap's earliest deadline in runtime nanoseconds, 0 when empty (Go's `timer0When`):
     /// lets an M skip the lock and the clock when nothing is due. Written under `timers`.
     pub(crate) timer0_when: AtomicU64,
-    /// `P_IDLE` / `P_RUNNING` / `P_SYSCALL` (`syscall.rs`), for sysmon.
-    pub(crate) status: AtomicU8,
+    // Written by the owner on every spawn and wake.
+    pub(crate) runnext: CachePadded<AtomicPtr<Header>>,
+    // Written by the owner on every poll.
+    pub(crate) stats: CachePadded<PStats>,
+    /// This P's timers (`time/heap.rs`). Any M may lock it: the owner to add and fire, others
+    /// to fire timers of a P whose M is busy, and a `Sleep`'s owner to cancel.
+    pub(crate) timers: Mutex<TimerHeap>,
     /// Where the P waits while its M is in a blocking call; the slot's lock decides whether the
     /// M takes it back or sysmon hands it off.
     pub(crate) syscall_slot: Mutex<Option<Box<Processor>>>,
@@ -102,9 +163,9 @@ impl PShared {
         self.timer0_when.store(when, SeqCst);
     }
 
-    /// Any M, last resort of stealing: takes this P's `runnext` task.
-    pub(crate) fn runnext_steal(&self) -> Option<Notified> {
-        let cur = self.runnext.load(Acquire);
+    /// Any M, last resort of stealing: takes `cur`, seen in this P's `runnext` earlier, if the
+    /// slot still holds it (Go's `runnext.cas(next, 0)`).
+    pub(crate) fn runnext_steal(&self, cur: *mut Header) -> Option<Notified> {
         if cur.is_null() {
             return None;
         }
@@ -130,6 +191,11 @@ pub(crate) struct Processor {
     pub(crate) cache: CellCache,
     goid_next: u64,
     goid_end: u64,
+    /// Back-offs this P's Ms have done before taking a running P's `runnext` (`steal_work`).
+    backoffs: u64,
+    /// The current steal pass's running victims with a task in `runnext`: (victim, the task's
+    /// address, `backoffs` when seen). Reused between passes (no allocation once grown).
+    runnext_seen: Vec<(usize, usize, u64)>,
 }
 
 impl Processor {
@@ -137,8 +203,8 @@ impl Processor {
         let runq = Worker::new_fifo();
         let shared = PShared {
             stealer: runq.stealer(),
-            runnext: AtomicPtr::new(ptr::null_mut()),
-            stats: PStats::default(),
+            runnext: CachePadded::new(AtomicPtr::new(ptr::null_mut())),
+            stats: CachePadded::new(PStats::default()),
             timers: Mutex::new(TimerHeap::default()),
             timer0_when: AtomicU64::new(0),
             status: AtomicU8::new(0),
@@ -156,6 +222,8 @@ impl Processor {
             cache: CellCache::new(task_cache),
             goid_next: 0,
             goid_end: 0,
+            backoffs: 0,
+            runnext_seen: Vec::new(),
         };
         (p, shared)
     }
@@ -262,17 +330,19 @@ impl Processor {
 
     /// Steals work from other Ps (Go's `stealWork`): 4 rounds over the victims in a random
     /// order (random start, coprime stride); each visit takes half the victim's queue; the last
-    /// round also takes a victim's `runnext`.
+    /// round also looks at each victim's `runnext`. A running P's `runnext` is taken only after
+    /// one back-off for the whole pass (see "Stealing runnext" in the module doc).
     pub(crate) fn steal_work(&mut self, shared: &Shared) -> Option<Notified> {
         // Go's stealTries: a few rounds, because a victim's queue may refill while we look.
-        // Under loom 2 (one plain round, one that also takes runnext): more rounds add states,
-        // not behaviours the protocol depends on.
+        // Under loom 2 (one plain round, one that also looks at runnext): more rounds add
+        // states, not behaviours the protocol depends on.
         const STEAL_TRIES: usize = if crate::loom::LOOM { 2 } else { 4 };
         let n = shared.procs();
         if n == 1 {
             return None;
         }
         let mystats = &shared.allp[self.id].stats;
+        self.runnext_seen.clear();
         for round in 0..STEAL_TRIES {
             let last = round == STEAL_TRIES - 1;
             for victim in shared.order.iter(self.rng.next()) {
@@ -282,38 +352,112 @@ impl Processor {
                 if shared.is_shutdown() {
                     return None;
                 }
+                if let Some(t) = self.steal_queue(shared, victim) {
+                    return Some(t);
+                }
+                if !last {
+                    continue;
+                }
                 let vp = &shared.allp[victim];
-                mystats.steal_attempts.bump();
-                let had = self.runq.len();
-                loop {
-                    match vp.stealer.steal_batch_with_limit_and_pop(&self.runq, usize::MAX) {
-                        Steal::Success(t) => {
-                            mystats.steals.bump();
-                            // The returned task plus what the batch put in our queue.
-                            mystats.stolen.add(1 + self.runq.len().saturating_sub(had) as u64);
-                            shared.trace_steal(self.id, victim);
+                // Relaxed: the status only chooses whether to wait; the CAS below decides.
+                match vp.status.load(Relaxed) {
+                    // Its M runs that task as soon as its poll returns: wait first (below).
+                    P_RUNNING => {
+                        let cur = vp.runnext.load(Relaxed);
+                        if !cur.is_null() {
+                            self.runnext_seen.push((victim, cur as usize, self.backoffs));
+                        }
+                    }
+                    // In a blocking call: nobody will run it soon, take it now (Go only waits
+                    // for a running P).
+                    P_SYSCALL => {
+                        let cur = vp.runnext.load(Acquire);
+                        if let Some(t) = self.runnext_take(shared, victim, cur, false) {
                             return Some(t);
                         }
-                        Steal::Empty => break,
-                        Steal::Retry => continue,
                     }
-                }
-                if last {
-                    if let Some(t) = vp.runnext_steal() {
-                        mystats.steals.bump();
-                        mystats.stolen.bump();
-                        mystats.runnext_steals.bump();
-                        // Taken from a running P with no back-off at all.
-                        if vp.status.load(Relaxed) == super::syscall::P_RUNNING {
-                            mystats.runnext_steals_early.bump();
-                        }
-                        shared.trace_steal(self.id, victim);
-                        return Some(t);
-                    }
+                    // An idle P's runnext is empty: its M emptied it before giving the P up,
+                    // and only a P's owner fills it.
+                    _ => {}
                 }
             }
         }
+        if self.runnext_seen.is_empty() {
+            return None;
+        }
+        // One back-off for every running P seen; then their queues (the owner's next spawn
+        // displaces its runnext task into the queue, where half of what built up meanwhile can
+        // be taken at once), then the tasks seen, if still there.
+        runnext_backoff();
+        self.backoffs += 1;
+        mystats.runnext_backoffs.bump();
+        for i in 0..self.runnext_seen.len() {
+            let (victim, cur, _) = self.runnext_seen[i];
+            if shared.is_shutdown() {
+                return None;
+            }
+            if let Some(t) = self.steal_queue(shared, victim) {
+                return Some(t);
+            }
+            if let Some(t) = self.runnext_take(shared, victim, cur as *mut Header, true) {
+                return Some(t);
+            }
+        }
         None
+    }
+
+    /// Owner only (the thief's P). One visit to `victim`'s queue: takes half of it into ours
+    /// and returns one task.
+    fn steal_queue(&mut self, shared: &Shared, victim: usize) -> Option<Notified> {
+        debug_assert_ne!(victim, self.id, "a P steals from itself");
+        let mystats = &shared.allp[self.id].stats;
+        let vp = &shared.allp[victim];
+        mystats.steal_attempts.bump();
+        // Two index loads first: crossbeam's steal pins the epoch before it looks, and most
+        // visits find an empty queue (an idle P's, or one just emptied by another thief).
+        if vp.stealer.is_empty() {
+            return None;
+        }
+        let had = self.runq.len();
+        loop {
+            match vp.stealer.steal_batch_with_limit_and_pop(&self.runq, usize::MAX) {
+                Steal::Success(t) => {
+                    mystats.steals.bump();
+                    // The returned task plus what the batch put in our queue.
+                    mystats.stolen.add(1 + self.runq.len().saturating_sub(had) as u64);
+                    shared.trace_steal(self.id, victim);
+                    return Some(t);
+                }
+                Steal::Empty => return None,
+                Steal::Retry => continue,
+            }
+        }
+    }
+
+    /// Owner only (the thief's P). Takes `cur` out of `victim`'s `runnext` if it is still
+    /// there. `from_running`: the victim was running when `cur` was seen, so a back-off must
+    /// have come between (`runnext_seen` records how many this P had done when it looked).
+    fn runnext_take(
+        &mut self,
+        shared: &Shared,
+        victim: usize,
+        cur: *mut Header,
+        from_running: bool,
+    ) -> Option<Notified> {
+        let t = shared.allp[victim].runnext_steal(cur)?;
+        let mystats = &shared.allp[self.id].stats;
+        mystats.steals.bump();
+        mystats.stolen.bump();
+        mystats.runnext_steals.bump();
+        if from_running {
+            // The rule checked where it is applied: seen before this P's latest back-off.
+            let seen_at = self.runnext_seen.iter().find(|s| s.0 == victim).map_or(self.backoffs, |s| s.2);
+            if seen_at >= self.backoffs {
+                mystats.runnext_steals_early.bump();
+            }
+        }
+        shared.trace_steal(self.id, victim);
+        Some(t)
     }
 
     /// Shutdown: hands back every task queued on this P.

@@ -140,13 +140,9 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
         {
             let mut guard = cx.p.borrow_mut();
             let p = guard.as_mut().expect("M in find_runnable without a P");
-            // Spin (steal) only if few Ms are spinning: at most busy Ps / 2.
-            let busy = shared.procs().saturating_sub(shared.npidle.load(SeqCst));
-            if m.spinning || 2 * shared.nmspinning.load(SeqCst) < busy {
-                if !m.spinning {
-                    m.spinning = true;
-                    shared.become_spinning();
-                }
+            // Spin (steal) only if few Ms are spinning: at most busy Ps / 2 (`try_spin`).
+            if m.spinning || shared.try_spin(false) {
+                m.spinning = true;
                 if let Some(t) = p.steal_work(shared) {
                     p.schedtick = p.schedtick.wrapping_add(1);
                     return Some(t);
@@ -184,7 +180,7 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
         if let Some(seen) = seen {
             let p = {
                 let mut s = shared.sched.lock();
-                shared.pidleget(&mut s)
+                shared.pidleget_spinning(&mut s)
             };
             if let Some(p) = p {
                 cx.set_p(Some(p));
@@ -192,15 +188,15 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
                 if seen == (Seen::Runnext { running: true }) {
                     shared.external_stats.rearms_runnext_only.bump_shared();
                 }
-                // Spinning now, whether or not we were (Go's `becomeSpinning` here): the work
-                // may be on another P (its queue or runnext), which only stealing reaches. A
-                // non-spinning M over the spinning limit would instead loop here (release P,
-                // see the work, take P) for as long as the counted spinners do not run.
+                // Spinning now (`pidleget_spinning` counted it), whether or not we were: the
+                // work may be on another P, which only stealing reaches. Over the cap we take
+                // no P at all: a non-spinning M with a P would loop here (release the P, see
+                // the work, take the P) for as long as the counted spinners do not run.
                 m.spinning = true;
-                shared.become_spinning();
                 continue;
             }
-            // Another M took the idle P; it will find the work.
+            // Another M took the idle P, or half the busy Ps have a spinning M: they will find
+            // the work (idle.rs, step 3).
         }
         // Tasks wait on sockets and no M polls: this one blocks in netpoll, until the earliest
         // timer (netpoll/mod.rs, step 2).
@@ -219,10 +215,9 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
             if let Some(p) = p {
                 cx.set_p(Some(p));
                 if ws.is_empty() {
-                    // A timer fell due (or a break): spinning, as after a timed park, to fire
-                    // due timers anywhere and look at every P.
-                    m.spinning = true;
-                    shared.become_spinning();
+                    // A timer fell due (or a break): as after a timed park, spinning if the cap
+                    // allows; either way it fires due timers anywhere before going idle.
+                    m.spinning = shared.try_spin(false);
                 } else {
                     shared.netpoll_ready_here(ws);
                 }
