@@ -16,7 +16,11 @@
 #   test-offload-*, test-kernels-*   every test binary of gmprt-offload and gmprt-kernels
 #                                    (test-offload-cuda: the libtest-mimic CUDA harness)
 #   bench-offload, bench-scheduler (root crate), bench-model (gmprt-offload)
+#   million_tasks_go   the Go peer of million_tasks (benches/go/million_tasks, for
+#                      scripts/scaling.sh; the GPU machine has no Go), only if `go` is on PATH
 # Any cargo error stops the script with cargo's own message; so does an archive over 60 MiB.
+# A failed or skipped Go build is reported and leaves million_tasks_go out (scaling.sh then
+# skips Go).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -28,7 +32,7 @@ while [ $# -gt 0 ]; do
     --profile) profile=${2:?--profile needs a value}; shift 2 ;;
     --archive) archive=${2:?--archive needs a value}; shift 2 ;;
     --no-size-limit) size_check=0; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "build.sh: unknown argument '$1' (known: --profile P, --archive F, --no-size-limit)" >&2; exit 2 ;;
   esac
 done
@@ -104,6 +108,19 @@ copy_all < "$stage/benches.txt"
 for b in offload scheduler model; do [ -x "$stage/bin/bench-$b" ] || die "bench $b was not built"; done
 echo "cargo builds: $((SECONDS - t0)) s" >&2
 
+# The Go peer of million_tasks, static (no cgo) and stripped, for scripts/scaling.sh.
+if command -v go >/dev/null; then
+  if (cd benches/go/million_tasks && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$stage/bin/million_tasks_go" .); then
+    go_line="go: million_tasks_go built with $(go version)"
+  else
+    rm -f "$stage/bin/million_tasks_go"
+    go_line="go: build of benches/go/million_tasks FAILED (error above), million_tasks_go left out"
+  fi
+else
+  go_line="go: not on PATH, Go skipped: million_tasks_go left out (scripts/scaling.sh will skip Go)"
+fi
+echo "build.sh: $go_line" >&2
+
 commit=$(git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
 dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | wc -l)
 {
@@ -111,6 +128,7 @@ dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | wc -l)
   echo "commit $commit (tracked files changed at build time: $dirty)"
   echo "profile $profile"
   echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n) ($(rustc --version 2>/dev/null || echo rustc ?))"
+  echo "$go_line"
   echo "sha256:"
   (cd "$stage/bin" && sha256sum -- *)
 } > "$stage/MANIFEST"

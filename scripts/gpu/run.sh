@@ -32,7 +32,7 @@ declare -A EXPECT=(
   [1-correct]="~30-120 s: CUDA tests (GMPRT_REQUIRE_GPU=1) then every offload/kernels test binary"
   [2-calibrate]="~120-300 s: PyTorch reference figures, explain --all --device cuda (calibration), ncu SpeedOfLight"
   [3-screener]="~30-120 s: option_screener 1e6, monte_carlo_pi 1e9/1e8, matmul_ladder 4096"
-  [4-sched]="~20-40 s: million_tasks at procs 1 2 4 8 16, --park, tokio at 16, amdahl 1..16"
+  [4-sched]="~40-120 s: scaling curve (scripts/scaling.sh: gmprt, tokio, go at procs 1 2 4 8 16 + nproc, 3 rounds), --park at 16, amdahl 1..16"
   [5-bench]="~250-450 s (capped at 540): criterion benches scheduler + offload (BENCH_PROCS=16), the model bench"
 )
 
@@ -279,16 +279,25 @@ stage_4_sched() {
   local tasks p maxp
   tasks=$(pick 1e6 2e5 2e4)
   maxp=$(nproc)
-  for p in 1 2 4 8 16; do
-    if [ "$p" -gt "$maxp" ] && [ "$SCALE" != full ]; then note "million_tasks-p$p" "skipped: $p procs > $maxp cores (dry run)"; continue; fi
-    step "million_tasks-p$p" 60 "$BIN/million_tasks" --tasks "$tasks" --procs "$p"
-    figures "million_tasks-p$p" '^million_tasks runtime=' 1
-  done
+  # The scaling curve: million_tasks on gmprt and tokio and the Go peer (benches/go/million_tasks,
+  # built into the archive by build.sh as million_tasks_go; skipped if absent and no `go` here),
+  # interleaved per P, median of the rounds. scripts/scaling.sh travels with the working tree.
+  # Full: P = 1 2 4 8 16 plus nproc (its default); dry runs: only the Ps <= nproc.
+  local sargs=(--bin "$BIN" --tasks "$tasks" --rounds "$(pick 3 2 1)")
+  if [ "$SCALE" != full ]; then
+    local plist=""
+    for p in 1 2 4 8 16; do [ "$p" -gt "$maxp" ] || plist="$plist $p"; done
+    sargs+=(--procs "$plist $maxp")
+  fi
+  [ ! -x "$BIN/million_tasks_go" ] || sargs+=(--go "$BIN/million_tasks_go")
+  # Full: 3 rounds x 5-6 Ps x 3 runtimes, ~0.3-0.9 s a run at 1e6 tasks -> ~15-50 s; 240 s
+  # leaves room for a slow Go P=1 or an oversubscribed tokio (each run has its own 120 s).
+  step scaling "$(pick 240 120 60)" bash "$ROOT/scripts/scaling.sh" "${sargs[@]}"
+  figures scaling '^(go:|machine:|\| |scaling: [0-9])' 12
+  # All N tasks parked at once: the bytes each costs (the scaling step measures spawn+join).
   p=$(pick 16 "$maxp" "$maxp")
   step "million_tasks-park-p$p" 90 "$BIN/million_tasks" --tasks "$tasks" --procs "$p" --park
   figures "million_tasks-park-p$p" '^million_tasks runtime=' 1
-  step "million_tasks-tokio-p$p" 60 "$BIN/million_tasks" --tasks "$tasks" --procs "$p" --runtime tokio
-  figures "million_tasks-tokio-p$p" '^million_tasks runtime=' 1
   # The speed-up curve against Amdahl's law, p fitted from the measurements (issue 13, item 8).
   step amdahl "$(pick 120 60 30)" "$BIN/amdahl" --max-procs "$(pick 16 "$maxp" 2)" \
     --serial "$(pick 20000000 2000000 200000)" --parallel "$(pick 80000000 8000000 800000)" --out "$W/amdahl.svg"

@@ -1,0 +1,3 @@
+module gmprt-bench/million_tasks
+
+go 1.19
