@@ -11,6 +11,13 @@
 //! sampled (`RuntimeStats::sched_latency`, `poll_time`), ` schedlat=p50/p99 polltime=p50/p99`
 //! follows: the distributions since start-up, merged from the per-P histograms (a lock per P,
 //! once per line: nothing on the scheduling path).
+//!
+//! Then the scheduling counters since start-up (`RuntimeStats`): `steals=S/A` successful steals
+//! of victim visits, `stolen` tasks they took, `rnsteals` of them from a `runnext`, `backoffs`
+//! before taking a running P's `runnext`, `startm=` by cause (submit/inject/spinner/other),
+//! `rearms` of the idle path, and the three that read 0 by design: `rnrearms` (re-arms for a
+//! running P's `runnext` alone), `overcap` (spinning past busy/2), `rnearly` (a running P's
+//! `runnext` taken without a back-off).
 
 use crate::sched::stats::RuntimeStats;
 use crate::sched::Shared;
