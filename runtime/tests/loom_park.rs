@@ -46,7 +46,6 @@ fn assert_structural(rt: &Runtime) {
     assert_eq!((st.spin_over_cap, st.rearms_runnext_only, st.runnext_steals_early), (0, 0, 0), "{st:?}");
 }
 
-
 /// procs = 1, M started by `build`. A plain (non-runtime) thread spawns (global queue +
 /// `wakep`) while the only M is on its way to park; the spawner then blocks in `join()`.
 #[test]
