@@ -104,6 +104,17 @@ pub(crate) const GLOBAL_CHECK_TICKS: u32 = 61;
 /// Upper bound of one global-queue refill (Go: half the 256-slot local queue).
 const GLOBAL_BATCH_MAX: usize = 128;
 
+/// Most tasks one steal takes (it takes half the victim's queue up to this). 32 keeps the
+/// thief's own queue inside crossbeam's smallest buffer (64 slots; the thief's queue is empty
+/// when it steals), so a steal never makes it grow, and popping never makes it shrink back.
+/// Unbounded batches did both after every back-off, and each resize frees the old buffer
+/// through the epoch collector on whatever thread collects: a `free` into another thread's
+/// malloc arena, whose lock the spawner's next `malloc` of a task cell then waited on (`perf`
+/// on the 2-core VM, 1M spawns at 2 Ps: 4% of samples in that lock's futex wake; with the
+/// bound 1.2%, and 2 Ps went from 288 to 263 ns per task in the same run). Go takes half of
+/// its 256-slot ring, at most 128; crossbeam's own `steal_batch` takes at most 32.
+const STEAL_BATCH_MAX: usize = 32;
+
 /// Go's `_GoidCacheBatch`: ids are taken from the global counter 16 at a time per P.
 const GOID_BATCH: u64 = 16;
 
@@ -329,9 +340,10 @@ impl Processor {
     }
 
     /// Steals work from other Ps (Go's `stealWork`): 4 rounds over the victims in a random
-    /// order (random start, coprime stride); each visit takes half the victim's queue; the last
-    /// round also looks at each victim's `runnext`. A running P's `runnext` is taken only after
-    /// one back-off for the whole pass (see "Stealing runnext" in the module doc).
+    /// order (random start, coprime stride); each visit takes half the victim's queue (at most
+    /// `STEAL_BATCH_MAX`); the last round also looks at each victim's `runnext`. A running
+    /// P's `runnext` is taken only after one back-off for the whole pass (see "Stealing
+    /// runnext" in the module doc).
     pub(crate) fn steal_work(&mut self, shared: &Shared) -> Option<Notified> {
         // Go's stealTries: a few rounds, because a victim's queue may refill while we look.
         // Under loom 2 (one plain round, one that also looks at runnext): more rounds add
@@ -420,7 +432,7 @@ impl Processor {
         }
         let had = self.runq.len();
         loop {
-            match vp.stealer.steal_batch_with_limit_and_pop(&self.runq, usize::MAX) {
+            match vp.stealer.steal_batch_with_limit_and_pop(&self.runq, STEAL_BATCH_MAX) {
                 Steal::Success(t) => {
                     mystats.steals.bump();
                     // The returned task plus what the batch put in our queue.
