@@ -401,7 +401,11 @@ impl Shared {
     /// work (module doc, "Why no wakeup is lost").
     pub(crate) fn pidleget_spinning(&self, s: &mut MutexGuard<'_, Sched>) -> Option<Box<Processor>> {
         // npidle changes only under `sched`, which we hold: the P counted in `try_spin` is there.
-        if s.pidle.is_empty() || !self.try_spin(true) {
+        if s.pidle.is_empty() {
+            return None;
+        }
+        if !self.try_spin(true) {
+            self.external_stats.rearms_refused.bump_shared();
             return None;
         }
         let p = self.pidleget(s);

@@ -77,6 +77,7 @@ pub(crate) struct PStats {
     pub(crate) runnext_backoffs: Counter,
     pub(crate) rearms: Counter,
     pub(crate) rearms_runnext_only: Counter,
+    pub(crate) rearms_refused: Counter,
     pub(crate) spin_over_cap: Counter,
     pub(crate) startm_submit: Counter,
     pub(crate) startm_inject: Counter,
@@ -170,6 +171,9 @@ pub struct RuntimeStats {
     /// Of `rearms`, those where the only work seen was a running P's `runnext`, which its own
     /// M runs as soon as its poll returns. Reads 0 by design (`idle.rs`, step 3).
     pub rearms_runnext_only: u64,
+    /// Times an M that saw work on its last look took no idle P because the spinning cap was
+    /// full (the spinning Ms it counted will find the work: `idle.rs`, step 3).
+    pub rearms_refused: u64,
     /// Times an M became spinning while `2 × spinning Ms ≥ busy Ps` (Go's cap: at most half
     /// the busy Ps spin), judged against the counts read in the same decision. Reads 0 by
     /// design (`idle.rs`, "spinning cap").
@@ -257,7 +261,7 @@ impl RuntimeStats {
         format!(
             "steal_attempts_per_task={:.3} tasks_per_steal={:.2} steals={} stolen={} runnext_steals={} \
              runnext_backoffs={} unparks_per_1k_tasks={:.2} startm_submit={} startm_inject={} \
-             startm_spinner={} startm_other={} rearms={} parks={} \
+             startm_spinner={} startm_other={} rearms={} rearms_refused={} parks={} \
              rearms_runnext_only={} spin_over_cap={} runnext_steals_early={}",
             self.steal_attempts_per_task(),
             self.tasks_per_steal(),
@@ -271,6 +275,7 @@ impl RuntimeStats {
             self.startm_spinner,
             self.startm_other,
             self.rearms,
+            self.rearms_refused,
             self.parks,
             self.rearms_runnext_only,
             self.spin_over_cap,
@@ -310,6 +315,7 @@ impl RuntimeStats {
         self.runnext_backoffs += p.runnext_backoffs.get();
         self.rearms += p.rearms.get();
         self.rearms_runnext_only += p.rearms_runnext_only.get();
+        self.rearms_refused += p.rearms_refused.get();
         self.spin_over_cap += p.spin_over_cap.get();
         self.startm_submit += p.startm_submit.get();
         self.startm_inject += p.startm_inject.get();
