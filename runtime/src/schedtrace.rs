@@ -32,9 +32,7 @@ pub(crate) fn line(shared: &Shared, elapsed: Duration) -> String {
     // The scheduling counters since start-up (sums over the per-P blocks; see
     // `RuntimeStats::scaling_line` for their meaning).
     let mut st = RuntimeStats::default();
-    for p in shared.allp.iter().map(|p| &*p.stats).chain([&*shared.external_stats]) {
-        st.add(p);
-    }
+    shared.stat_blocks().for_each(|b| st.add(b));
     tail += &format!(
         " steals={}/{} stolen={} rnsteals={} backoffs={} startm={}/{}/{}/{} rearms={} rnrearms={} overcap={} rnearly={}",
         st.steals,
@@ -51,10 +49,9 @@ pub(crate) fn line(shared: &Shared, elapsed: Duration) -> String {
         st.spin_over_cap,
         st.runnext_steals_early,
     );
-    let mut lat = RuntimeStats::default();
-    lat.set_latencies(shared.allp.iter().map(|p| &*p.stats).chain([&*shared.external_stats]));
-    if lat.sched_latency.count > 0 {
-        let (s, p) = (lat.sched_latency, lat.poll_time);
+    st.set_latencies(shared.stat_blocks());
+    if st.sched_latency.count > 0 {
+        let (s, p) = (st.sched_latency, st.poll_time);
         tail += &format!(" schedlat={:.1?}/{:.1?} polltime={:.1?}/{:.1?}", s.p50, s.p99, p.p50, p.p99);
     }
     format!(

@@ -50,6 +50,14 @@ fn take_and_run(task: Task, known: &[Arc<Tracked>]) {
     task.run();
 }
 
+/// Every task was taken by exactly one side and polled exactly once.
+fn assert_each_ran_once(known: &[Arc<Tracked>]) {
+    for t in known {
+        assert_eq!(t.takes.load(SeqCst), 1);
+        assert_eq!(t.polls.load(SeqCst), 1);
+    }
+}
+
 /// The owner installs a task in an empty `runnext` and takes it back while a thief (started
 /// before the install) tries `runnext_steal`. Exactly one of them gets it.
 #[test]
@@ -78,8 +86,7 @@ fn runnext_take_races_steal() {
         }
         thief.join().unwrap();
 
-        assert_eq!(a.takes.load(SeqCst), 1);
-        assert_eq!(a.polls.load(SeqCst), 1);
+        assert_each_ran_once(&known);
         assert!(p.runqget().is_none());
         drop(p);
         assert_eq!(s.live_tasks(), 0, "a task leaked");
@@ -120,10 +127,7 @@ fn runnext_displace_races_steal() {
         }
         thief.join().unwrap();
 
-        for t in &known {
-            assert_eq!(t.takes.load(SeqCst), 1);
-            assert_eq!(t.polls.load(SeqCst), 1);
-        }
+        assert_each_ran_once(&known);
         drop(p);
         assert_eq!(s.live_tasks(), 0, "a task leaked");
     });
@@ -167,10 +171,7 @@ fn steal_pass_against_running_owner(displace: bool) {
         }
         thief.join().unwrap();
 
-        for t in &known {
-            assert_eq!(t.takes.load(SeqCst), 1);
-            assert_eq!(t.polls.load(SeqCst), 1);
-        }
+        assert_each_ran_once(&known);
         let (rn_steals, backoffs, early) = s.runnext_counters();
         assert_eq!(early, 0, "a running P's runnext was taken without a back-off");
         assert!(rn_steals <= backoffs, "{rn_steals} runnext steals after {backoffs} back-offs");

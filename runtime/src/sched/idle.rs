@@ -358,12 +358,12 @@ impl Shared {
             return Some(Seen::Global);
         }
         let mut runnext = None;
-        for p in self.allp.iter() {
+        for (pid, p) in self.allp.iter().enumerate() {
             if !p.stealer.is_empty() {
                 return Some(Seen::Queue);
             }
             if runnext.is_none() && p.status.load(SeqCst) != P_RUNNING && !p.runnext.load(Acquire).is_null() {
-                runnext = Some(Seen::Runnext { running: false });
+                runnext = Some(Seen::Runnext { pid });
             }
         }
         runnext
@@ -375,7 +375,8 @@ impl Shared {
     /// under `sched`. A CAS, so Ms deciding at once cannot all pass the check and overshoot
     /// it, as a load then an add could. Every M that starts spinning passes here except
     /// `wakep`'s first spinner (0 → 1, which the cap always allows: busy ≥ 1 once it has its
-    /// P); `RuntimeStats::spin_over_cap` counts a pass that broke the cap (0 by design).
+    /// P). So no M starts spinning past the cap as the counts read here stand:
+    /// `RuntimeStats::spin_over_cap` reads 0 by construction.
     pub(crate) fn try_spin(&self, taking: bool) -> bool {
         let mut n = self.nmspinning.load(SeqCst);
         loop {
@@ -384,10 +385,6 @@ impl Shared {
                 return false;
             }
             if self.nmspinning.compare_exchange_weak(n, n + 1, SeqCst, SeqCst).is_ok() {
-                // The cap as the increment left it, from the counts the decision read.
-                if 2 * (n + 1) > busy + 1 {
-                    self.external_stats.spin_over_cap.bump_shared();
-                }
                 return true;
             }
             n = self.nmspinning.load(SeqCst);
@@ -421,8 +418,8 @@ pub(crate) enum Seen {
     Global,
     /// Some P's local queue holds a task.
     Queue,
-    /// Only a `runnext` slot holds one; `running`: its P's M is running a task.
-    Runnext { running: bool },
+    /// Only a `runnext` slot holds one: P `pid`'s, which was not running.
+    Runnext { pid: usize },
     /// A timer is due.
     Timer,
 }

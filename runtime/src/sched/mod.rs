@@ -419,15 +419,17 @@ impl Shared {
         self.bump_local(|s| &s.cancelled);
     }
 
+    /// Every counter block: each P's, then the shared one (events off any P).
+    pub(crate) fn stat_blocks(&self) -> impl Iterator<Item = &PStats> + Clone {
+        self.allp.iter().map(|p| &*p.stats).chain([&*self.external_stats])
+    }
+
     /// Builds a `RuntimeStats` snapshot.
     pub(crate) fn stats(&self) -> RuntimeStats {
         let mut st = RuntimeStats { procs: self.procs(), ..Default::default() };
-        for p in self.allp.iter() {
-            st.add(&p.stats);
-            st.local_queue_lens.push(p.queued());
-        }
-        st.add(&self.external_stats);
-        st.set_latencies(self.allp.iter().map(|p| &*p.stats).chain([&*self.external_stats]));
+        st.local_queue_lens = self.allp.iter().map(|p| p.queued()).collect();
+        self.stat_blocks().for_each(|b| st.add(b));
+        st.set_latencies(self.stat_blocks());
         st.threads = self.mcount.load(Relaxed);
         st.global_queue_len = self.injector.len();
         st.parked_tasks = self.owned.len();

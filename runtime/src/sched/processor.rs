@@ -384,7 +384,7 @@ impl Processor {
                     // for a running P).
                     P_SYSCALL => {
                         let cur = vp.runnext.load(Acquire);
-                        if let Some(t) = self.runnext_take(shared, victim, cur, false) {
+                        if let Some(t) = self.runnext_take(shared, victim, cur, None) {
                             return Some(t);
                         }
                     }
@@ -404,14 +404,14 @@ impl Processor {
         self.backoffs += 1;
         mystats.runnext_backoffs.bump();
         for i in 0..self.runnext_seen.len() {
-            let (victim, cur, _) = self.runnext_seen[i];
+            let (victim, cur, seen_at) = self.runnext_seen[i];
             if shared.is_shutdown() {
                 return None;
             }
             if let Some(t) = self.steal_queue(shared, victim) {
                 return Some(t);
             }
-            if let Some(t) = self.runnext_take(shared, victim, cur as *mut Header, true) {
+            if let Some(t) = self.runnext_take(shared, victim, cur as *mut Header, Some(seen_at)) {
                 return Some(t);
             }
         }
@@ -447,26 +447,23 @@ impl Processor {
     }
 
     /// Owner only (the thief's P). Takes `cur` out of `victim`'s `runnext` if it is still
-    /// there. `from_running`: the victim was running when `cur` was seen, so a back-off must
-    /// have come between (`runnext_seen` records how many this P had done when it looked).
+    /// there. `seen_at`: for a victim that was running when `cur` was seen, how many back-offs
+    /// this P had done then (`runnext_seen`); one must have come between.
     fn runnext_take(
-        &mut self,
+        &self,
         shared: &Shared,
         victim: usize,
         cur: *mut Header,
-        from_running: bool,
+        seen_at: Option<u64>,
     ) -> Option<Notified> {
         let t = shared.allp[victim].runnext_steal(cur)?;
         let mystats = &shared.allp[self.id].stats;
         mystats.steals.bump();
         mystats.stolen.bump();
         mystats.runnext_steals.bump();
-        if from_running {
-            // The rule checked where it is applied: seen before this P's latest back-off.
-            let seen_at = self.runnext_seen.iter().find(|s| s.0 == victim).map_or(self.backoffs, |s| s.2);
-            if seen_at >= self.backoffs {
-                mystats.runnext_steals_early.bump();
-            }
+        // The rule checked where it is applied: seen before this P's latest back-off.
+        if seen_at.is_some_and(|at| at >= self.backoffs) {
+            mystats.runnext_steals_early.bump();
         }
         shared.trace_steal(self.id, victim);
         Some(t)

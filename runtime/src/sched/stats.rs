@@ -168,15 +168,20 @@ pub struct RuntimeStats {
     /// Times an M that had given its P back saw work on its last look and took a P again as a
     /// spinning M (`idle.rs`, step 3).
     pub rearms: u64,
-    /// Of `rearms`, those where the only work seen was a running P's `runnext`, which its own
-    /// M runs as soon as its poll returns. Reads 0 by design (`idle.rs`, step 3).
+    /// Of `rearms`, those where the only work seen was a `runnext` whose P was running when
+    /// the M took its idle P, a task that P's own M runs as soon as its poll returns. The last
+    /// look leaves such a slot out (`idle.rs`, step 3), so this reads 0 unless that P started
+    /// running in between (a P handed over around a blocking call).
     pub rearms_runnext_only: u64,
     /// Times an M that saw work on its last look took no idle P because the spinning cap was
     /// full (the spinning Ms it counted will find the work: `idle.rs`, step 3).
     pub rearms_refused: u64,
     /// Times an M became spinning while `2 × spinning Ms ≥ busy Ps` (Go's cap: at most half
-    /// the busy Ps spin), judged against the counts read in the same decision. Reads 0 by
-    /// design (`idle.rs`, "spinning cap").
+    /// the busy Ps spin). 0 by construction since issue 25: every increment but `wakep`'s
+    /// first spinner is admitted by one CAS against those counts (`Shared::try_spin`). Before,
+    /// the idle path's re-arm and the timed and netpoll wake-ups added spinners unchecked, and
+    /// this read 42-353 per 1M spawns on 2 cores (`benches/results/counters-2core-issue25.txt`);
+    /// kept so that figure stays comparable.
     pub spin_over_cap: u64,
     /// `startm`s (an idle P handed to a parked or new M) by why they happened: a task queued
     /// on a P by a spawn or a wake (`wakep` after `runqput`) ...

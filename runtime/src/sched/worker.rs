@@ -17,6 +17,7 @@
 use super::context::{enter, Context};
 use super::idle::{MPark, Seen, WakeFrom};
 use super::processor::{Processor, GLOBAL_CHECK_TICKS};
+use super::syscall::P_RUNNING;
 use super::Shared;
 use crate::loom::sync::atomic::{fence, Ordering::Relaxed, Ordering::SeqCst};
 use crate::task::Notified;
@@ -185,8 +186,11 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
             if let Some(p) = p {
                 cx.set_p(Some(p));
                 shared.external_stats.rearms.bump_shared();
-                if seen == (Seen::Runnext { running: true }) {
-                    shared.external_stats.rearms_runnext_only.bump_shared();
+                // Checked again where the decision lands: was that P running after all?
+                if let Seen::Runnext { pid } = seen {
+                    if shared.allp[pid].status.load(SeqCst) == P_RUNNING {
+                        shared.external_stats.rearms_runnext_only.bump_shared();
+                    }
                 }
                 // Spinning now (`pidleget_spinning` counted it), whether or not we were: the
                 // work may be on another P, which only stealing reaches. Over the cap we take
