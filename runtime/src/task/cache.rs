@@ -4,8 +4,8 @@
 //! Go keeps dead Gs on a per-P free list so `newproc` rarely reaches the allocator; gmprt does
 //! the same with cell memory. Cells of different future types have different sizes, so the
 //! cache keeps one list per 16-byte size class up to 512 bytes; a cell's memory is always
-//! requested as its class's full size (`CLASS_BYTES · (bin + 1)`, align 16), which makes any
-//! two blocks of one class interchangeable.
+//! requested as its class's full size (`CLASS_BYTES · (bin + 1) − CHUNK_OVERHEAD`, align 16),
+//! which makes any two blocks of one class interchangeable.
 //!
 //! * `alloc_cell` — on the spawning M, with its P's cache: pop a block of the class, else ask
 //!   the global allocator.
@@ -24,6 +24,13 @@ use std::ptr::NonNull;
 /// so rounding a cell up to its class costs no memory at all. (32-byte classes were measured
 /// to add 16 bytes per parked task in `million_tasks --park`.)
 const CLASS_BYTES: usize = 16;
+/// Bytes glibc's malloc keeps in front of every chunk it hands out (the chunk's size word), so
+/// a request of n bytes takes a chunk of `round_up(n + 8, 16)`. A class therefore requests 8
+/// bytes less than a multiple of 16: the largest request that still fits the same chunk. (With
+/// requests of `16 · k` every class took a chunk 16 bytes larger than the cell needed: a
+/// 168-byte cell requested 176 bytes and got a 192-byte chunk; it now requests 168 and gets
+/// 176. `million_tasks --park`: 209 → 193 bytes per parked task.)
+const CHUNK_OVERHEAD: usize = 8;
 /// Number of classes: cells up to 512 bytes are cached; larger futures go straight to the
 /// allocator (they are rare, and a large block parked in a cache is memory held for nothing).
 const BINS: usize = 32;
@@ -43,15 +50,26 @@ pub(crate) struct CellCache {
 // SAFETY: the cache owns the blocks it holds (plain memory); it moves with its P between Ms.
 unsafe impl Send for CellCache {}
 
-/// The class of a layout and the layout actually requested from the allocator.
+/// The layout a class requests: `CLASS_BYTES · (bin + 1) − CHUNK_OVERHEAD` bytes, align 16.
+#[inline]
+fn class_layout(bin: usize) -> Layout {
+    debug_assert!(bin < BINS);
+    // Cannot fail: the size is at most 504 and the alignment is a power of two.
+    Layout::from_size_align(CLASS_BYTES * (bin + 1) - CHUNK_OVERHEAD, ALIGN).expect("class layout")
+}
+
+/// The class of a layout and the layout actually requested from the allocator: the smallest
+/// class whose request holds `layout.size()`.
 #[inline]
 fn class_of(layout: Layout) -> Option<(usize, Layout)> {
-    if layout.align() > ALIGN || layout.size() > CLASS_BYTES * BINS || layout.size() == 0 {
+    let size = layout.size();
+    if layout.align() > ALIGN || size > CLASS_BYTES * BINS - CHUNK_OVERHEAD || size == 0 {
         return None;
     }
-    let bin = (layout.size() - 1) / CLASS_BYTES;
-    // Cannot fail: the size is a small multiple of 32 and the alignment is 16.
-    let l = Layout::from_size_align(CLASS_BYTES * (bin + 1), ALIGN).ok()?;
+    // The smallest bin with CLASS_BYTES · (bin + 1) − CHUNK_OVERHEAD ≥ size.
+    let bin = (size + CHUNK_OVERHEAD - 1) / CLASS_BYTES;
+    let l = class_layout(bin);
+    debug_assert!(l.size() >= size && l.size() - size < CLASS_BYTES);
     Some((bin, l))
 }
 
@@ -70,7 +88,7 @@ impl CellCache {
 impl Drop for CellCache {
     fn drop(&mut self) {
         for (bin, v) in self.bins.iter_mut().enumerate() {
-            let l = Layout::from_size_align(CLASS_BYTES * (bin + 1), ALIGN).expect("class layout");
+            let l = class_layout(bin);
             for p in v.drain(..) {
                 // SAFETY: every cached block was allocated with exactly this class layout.
                 unsafe { dealloc(p.as_ptr(), l) };
@@ -130,11 +148,17 @@ mod tests {
     #[test]
     fn classes_round_up_and_bypass_large_or_overaligned() {
         let l = |s, a| Layout::from_size_align(s, a).unwrap();
-        assert_eq!(class_of(l(1, 8)).map(|c| c.0), Some(0));
-        assert_eq!(class_of(l(16, 8)).map(|c| (c.0, c.1.size())), Some((0, 16)));
-        assert_eq!(class_of(l(17, 8)).map(|c| (c.0, c.1.size())), Some((1, 32)));
-        assert_eq!(class_of(l(512, 16)).map(|c| (c.0, c.1.size())), Some((31, 512)));
-        assert!(class_of(l(513, 8)).is_none());
+        let class = |s, a| class_of(l(s, a)).map(|c| (c.0, c.1.size()));
+        assert_eq!(class(1, 8), Some((0, 8)));
+        assert_eq!(class(8, 8), Some((0, 8)));
+        assert_eq!(class(9, 8), Some((1, 24)));
+        assert_eq!(class(24, 8), Some((1, 24)));
+        assert_eq!(class(25, 8), Some((2, 40)));
+        // A 168-byte cell requests 168 (a 176-byte glibc chunk), not 176 (a 192-byte one).
+        assert_eq!(class(168, 8), Some((10, 168)));
+        assert_eq!(class(176, 16), Some((11, 184)));
+        assert_eq!(class(504, 16), Some((31, 504)));
+        assert!(class_of(l(505, 8)).is_none());
         assert!(class_of(l(64, 64)).is_none());
     }
 
