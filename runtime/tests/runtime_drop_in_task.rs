@@ -31,6 +31,16 @@ fn until_no_threads_named(prefix: &str) {
     }
 }
 
+/// Waits until some thread is named `prefix…`: std names a new thread from inside it, so a
+/// thread just started may still show its parent's name for a moment.
+fn until_threads_named(prefix: &str) {
+    let start = Instant::now();
+    while threads_named(prefix) == 0 {
+        assert!(start.elapsed() < Duration::from_secs(60), "no thread named {prefix:?} appeared");
+        std::thread::yield_now();
+    }
+}
+
 fn inner(name: &str) -> Runtime {
     let rt = Runtime::builder().procs(2).thread_name(name).build().unwrap();
     // Make it start its Ms and leave a task parked in it, so the drop has work to do.
@@ -47,7 +57,7 @@ fn inner(name: &str) -> Runtime {
 fn dropping_a_runtime_inside_a_task_returns_and_its_threads_end() {
     let outer = Runtime::builder().procs(2).build().unwrap();
     let rt = inner("inner-a");
-    assert!(threads_named("inner-a") > 0);
+    until_threads_named("inner-a");
     outer.block_on(outer.spawn(async move { drop(rt) })).expect("the drop did not panic");
     until_no_threads_named("inner-a");
 }
