@@ -549,6 +549,17 @@ impl Handle {
         with_current(|cx| cx.map(|cx| Handle { shared: cx.shared.clone() }))
     }
 
+    /// Registers `hook` to run when this runtime goes *quiescent*: every P idle, no M
+    /// spinning, nothing queued — no task runnable and none running. The M that finds it so
+    /// on its way to sleep, while [`QuiescentHook::pending`](crate::QuiescentHook::pending)
+    /// says there is work, takes a P back and calls [`QuiescentHook::run`](crate::QuiescentHook::run)
+    /// there (protocol and proof: the `sched::quiesce` module). The Batcher uses it to close a batch the
+    /// moment every task that could add an item is parked on it. Dropping the returned
+    /// registration unregisters the hook.
+    pub fn on_quiescent(&self, hook: Arc<dyn crate::QuiescentHook>) -> crate::QuiescentRegistration {
+        self.shared.register_quiescent(hook)
+    }
+
     /// Spawns a task. After shutdown the task is not run: its handle yields
     /// `Err(JoinError::Cancelled)` (use [`Handle::try_spawn`] to be told instead).
     #[track_caller]

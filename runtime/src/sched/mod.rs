@@ -15,13 +15,15 @@
 //!
 //! Files: `processor.rs` (P, run queues, stealing), `queue.rs` (crossbeam / loom queues),
 //! `idle.rs` (the park/unpark protocol and its proof sketch), `injectglist.rs` (a list of wakes at once), `worker.rs` (the M loop),
-//! `context.rs` (thread-local current M/P), `stats.rs` (counters).
+//! `context.rs` (thread-local current M/P), `stats.rs` (counters), `quiesce.rs` (hooks run
+//! when nothing is runnable).
 
 pub(crate) mod context;
 pub(crate) mod idle;
 pub(crate) mod injectglist;
 pub(crate) mod processor;
 pub(crate) mod queue;
+pub(crate) mod quiesce;
 pub(crate) mod stats;
 pub(crate) mod syscall;
 // sysmon does not run under loom (see runtime.rs), so most of it is dead code there.
@@ -108,6 +110,8 @@ pub(crate) struct Shared {
     pub(crate) dead: crate::checkdead::DeadState,
     /// The netpoller (`netpoll/`): created by the first socket, polled by the Ms.
     pub(crate) net: crate::netpoll::NetPollState,
+    /// Hooks run when the runtime goes quiescent (`quiesce.rs`).
+    pub(crate) quiesce: quiesce::Hooks,
 }
 
 /// The result of `Shared::spawn`: a handle, or the refusal with a handle already cancelled.
@@ -164,6 +168,7 @@ impl Shared {
             detect_deadlock,
             dead: Default::default(),
             net: crate::netpoll::NetPollState::new(),
+            quiesce: quiesce::Hooks::new(),
         });
         crate::checkdead::register(&shared);
         (shared, ps)

@@ -78,6 +78,7 @@ pub(crate) struct PStats {
     pub(crate) rearms: Counter,
     pub(crate) rearms_runnext_only: Counter,
     pub(crate) rearms_refused: Counter,
+    pub(crate) quiescent_runs: Counter,
     pub(crate) spin_over_cap: Counter,
     pub(crate) startm_submit: Counter,
     pub(crate) startm_inject: Counter,
@@ -176,6 +177,10 @@ pub struct RuntimeStats {
     /// Times an M that saw work on its last look took no idle P because the spinning cap was
     /// full (the spinning Ms it counted will find the work: `idle.rs`, step 3).
     pub rearms_refused: u64,
+    /// Times an M found the runtime quiescent with a [`QuiescentHook`](crate::QuiescentHook)
+    /// pending, took a P back and ran it (`sched/quiesce.rs`). The Batcher's hook runs once
+    /// per batch closed on quiescence.
+    pub quiescent_runs: u64,
     /// Times an M became spinning while `2 × spinning Ms ≥ busy Ps` (Go's cap: at most half
     /// the busy Ps spin). 0 by construction since issue 25: every increment but `wakep`'s
     /// first spinner is admitted by one CAS against those counts (`Shared::try_spin`). Before,
@@ -321,6 +326,7 @@ impl RuntimeStats {
         self.rearms += p.rearms.get();
         self.rearms_runnext_only += p.rearms_runnext_only.get();
         self.rearms_refused += p.rearms_refused.get();
+        self.quiescent_runs += p.quiescent_runs.get();
         self.spin_over_cap += p.spin_over_cap.get();
         self.startm_submit += p.startm_submit.get();
         self.startm_inject += p.startm_inject.get();

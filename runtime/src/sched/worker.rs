@@ -202,6 +202,30 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
             // Another M took the idle P, or half the busy Ps have a spinning M: they will find
             // the work (idle.rs, step 3).
         }
+        // Quiescent (every P idle, no spinner, nothing queued) with a hook pending: take a P
+        // back and run it there, then look again for the tasks it made runnable (quiesce.rs).
+        if let Some(hook) = shared.quiescent_hook() {
+            let p = {
+                let mut s = shared.sched.lock();
+                if shared.is_shutdown() {
+                    None
+                } else {
+                    shared.pidleget(&mut s)
+                }
+            };
+            if let Some(p) = p {
+                cx.set_p(Some(p));
+                shared.external_stats.quiescent_runs.bump_shared();
+                // A hook is library code: its panic is reported and the M runs on.
+                if let Err(e) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook.run())) {
+                    let msg =
+                        e.downcast_ref::<&str>().copied().or(e.downcast_ref::<String>().map(String::as_str));
+                    eprintln!("gmprt: a quiescence hook panicked: {}", msg.unwrap_or("(not a string)"));
+                }
+                continue;
+            }
+            // Another M took the last idle P: it runs on, and goes through this check itself.
+        }
         // Tasks wait on sockets and no M polls: this one blocks in netpoll, until the earliest
         // timer (netpoll/mod.rs, step 2).
         if shared.netpoll_claim() {
