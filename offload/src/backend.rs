@@ -143,6 +143,14 @@ pub trait Backend: Send + Sync {
     /// memory for the device-side copies on CUDA). `Err(Config)` names the bytes needed and
     /// available. A caller that makes several slots asks once, for all of them.
     fn check_memory(&self, need: &MemoryNeed) -> Result<(), OffloadError>;
+    /// Whether a slot's [`Slot::run`] computes on the calling thread and never waits (no
+    /// stream to wait on, no pacing to sleep out), so a Batcher may run a batch inline on the
+    /// runtime M that closes it instead of handing it to a slot worker thread. `true` only for
+    /// the Host device; the default is `false`, and a Batcher then runs every batch on its
+    /// slot workers.
+    fn runs_on_caller(&self) -> bool {
+        false
+    }
 }
 
 /// One stream plus its reusable buffers. Owned by one thread at a time.

@@ -92,6 +92,11 @@ impl Backend for HostBackend {
         }
     }
 
+    /// The Host slot computes on the caller's thread (`HostSlot` with no pacing).
+    fn runs_on_caller(&self) -> bool {
+        true
+    }
+
     fn new_slot(&self, in_words: usize, out_words: usize) -> Result<Box<dyn Slot>, OffloadError> {
         Ok(Box::new(HostSlot::new(in_words, out_words, NoPacing)?))
     }

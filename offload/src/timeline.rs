@@ -86,10 +86,14 @@ pub enum CloseReason {
     Flush,
     /// The Batcher was shutting down.
     Shutdown,
+    /// The runtime went quiescent while it was open: no task runnable and none running, so
+    /// every task that could add an item had added it or parked (see
+    /// [`BatcherConfig::max_delay`](crate::BatcherConfig::max_delay)).
+    Quiescent,
 }
 
 impl CloseReason {
-    /// Lower-case name (`"full"`, `"deadline"`, `"flush"`, `"shutdown"`).
+    /// Lower-case name (`"full"`, `"deadline"`, `"flush"`, `"shutdown"`, `"quiescent"`).
     ///
     /// # Examples
     ///
@@ -105,6 +109,7 @@ impl CloseReason {
             CloseReason::Deadline => "deadline",
             CloseReason::Flush => "flush",
             CloseReason::Shutdown => "shutdown",
+            CloseReason::Quiescent => "quiescent",
         }
     }
 }
@@ -368,7 +373,7 @@ impl BatchTimeline {
 /// let s = b.stats();
 /// assert_eq!((s.items, s.failed_items, s.rejected_invalid), (25, 0, 1));
 /// assert!(s.batches >= 3 && s.max_n <= 10);
-/// assert_eq!(s.closed_full + s.closed_deadline + s.closed_flush + s.closed_shutdown, s.batches);
+/// assert_eq!(s.closed_full + s.closed_deadline + s.closed_flush + s.closed_shutdown + s.closed_quiescent, s.batches);
 /// assert_eq!(s.bytes_h2d, 25 * 8);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -395,6 +400,8 @@ pub struct BatcherStats {
     pub closed_flush: u64,
     /// Batches closed by shutdown.
     pub closed_shutdown: u64,
+    /// Batches closed because the runtime went quiescent (every submitter it runs parked).
+    pub closed_quiescent: u64,
     /// The largest batch so far.
     pub max_n: usize,
     /// Submits refused by `validate` (never entered a batch).
@@ -456,6 +463,7 @@ impl BatcherStats {
             CloseReason::Deadline => self.closed_deadline += 1,
             CloseReason::Flush => self.closed_flush += 1,
             CloseReason::Shutdown => self.closed_shutdown += 1,
+            CloseReason::Quiescent => self.closed_quiescent += 1,
         }
         self.max_n = self.max_n.max(t.n);
         self.queue_wait += t.queue_wait;
@@ -742,11 +750,12 @@ impl fmt::Display for Report {
         writeln!(f, "batcher report: kernel {} on {}", self.kernel, self.device)?;
         writeln!(
             f,
-            "  batches {} ({} failed; closed by: {} full, {} deadline, {} flush, {} shutdown), launches {}",
+            "  batches {} ({} failed; closed by: {} full, {} deadline, {} quiescent, {} flush, {} shutdown), launches {}",
             s.batches,
             s.failed_batches,
             s.closed_full,
             s.closed_deadline,
+            s.closed_quiescent,
             s.closed_flush,
             s.closed_shutdown,
             s.launches

@@ -266,7 +266,9 @@ fn zero_delay_batches_the_tasks_runnable_when_it_opened() {
         vec![100],
         "one batch of every runnable task's item"
     );
-    assert_eq!(tl[0].closed_by, CloseReason::Deadline);
+    // Released by the closer (a `Deadline` close with `max_delay = 0`), or taken on the M that
+    // found the runtime quiescent right after: the same batch either way.
+    assert!(matches!(tl[0].closed_by, CloseReason::Deadline | CloseReason::Quiescent), "{:?}", tl[0]);
 }
 
 /// The closer lives on the runtime that first opened a batch; once that runtime is gone,
@@ -690,7 +692,10 @@ fn crate_kernels_through_the_batcher() {
 fn a_task_dump_says_what_each_submit_waits_on() {
     use gmprt_offload::runtime::dump::{TaskState, WaitReason};
     let gate = Arc::new(Gate::default());
-    let rt = rt(1);
+    // Two Ps: batch 0 may run on the slot's worker thread or inline on the M that finds the
+    // runtime quiescent (Host device); held in the kernel there, that M keeps its P, and the
+    // other P runs the rest.
+    let rt = rt(2);
     // One slot, one item per batch: the first item's batch runs and is held in the kernel, the
     // second fills the open batch, the third finds no room (backpressure).
     let b = Batcher::new(Mix { gate: Some(gate.clone()) }, &Device::host(), cfg(1, LONG, 1)).unwrap();

@@ -70,6 +70,9 @@ impl<K: BatchKernel> Shared<K> {
                     if self.announce(&mut self.central.lock(), admitted, true) == closer::Armed::Start {
                         self.start_closer();
                     }
+                    if admitted.first {
+                        self.register_quiescent_here();
+                    }
                 }
             }
         }

@@ -199,6 +199,7 @@ mod config;
 mod latency;
 mod many;
 mod placement;
+mod quiesce;
 mod run;
 mod stage;
 mod submit;
@@ -310,6 +311,20 @@ struct Shared<K: BatchKernel> {
     /// The slot workers not joined yet. Held while joining, so a concurrent shutdown waits
     /// for the join in progress; never locked by a worker.
     workers: Mutex<Vec<JoinHandle<()>>>,
+    /// The runtime went quiescent while the open batch was open (the `quiesce` module): set
+    /// by the hook under `central`, cleared by the take under `central`.
+    quiet: std::sync::atomic::AtomicBool,
+    /// The backend's slots compute on the caller and never wait (`Backend::runs_on_caller`):
+    /// batches closed on quiescence then run inline on the M (the `worker` module).
+    slots_run_on_caller: bool,
+    /// The free kits (slot + buffers; the `worker` module): a leaf lock, taken only under
+    /// `central`.
+    kits: Mutex<Vec<worker::Kit<K>>>,
+    /// The hook's registration (the `quiesce` module), dropped at shutdown.
+    quiescence: Mutex<Option<gmprt_runtime::QuiescentRegistration>>,
+    /// A registration was made or refused: the submit path's one load (`Relaxed`: a flag
+    /// read twice at worst; the registration itself is decided under `quiescence`).
+    quiescence_tried: std::sync::atomic::AtomicBool,
 }
 
 /// What `central` guards.
@@ -327,6 +342,8 @@ struct Central {
     flow: Option<u64>,
     /// When a batch may close with `max_delay = 0` on a runtime (the `closer` module).
     closer: closer::Closer,
+    /// Shutdown: a worker found every kit home and dropped them (the `worker` module).
+    kits_retired: bool,
 }
 
 /// The result entries of the items one lane accepted for one batch: shared by the worker
@@ -586,6 +603,7 @@ impl<K: BatchKernel> Batcher<K> {
                 flush: false,
                 flow: None,
                 closer: closer::Closer::default(),
+                kits_retired: false,
             }),
             work: Condvar::new(),
             next_batch: AtomicU64::new(0),
@@ -597,13 +615,26 @@ impl<K: BatchKernel> Batcher<K> {
             item_latency: (0..config.in_flight).map(|_| Mutex::default()).collect(),
             workers: Mutex::new(Vec::with_capacity(config.in_flight)),
             trace,
+            quiet: std::sync::atomic::AtomicBool::new(false),
+            quiescence: Mutex::new(None),
+            slots_run_on_caller: backend.runs_on_caller(),
+            kits: Mutex::new(
+                slots
+                    .into_iter()
+                    .zip(spares)
+                    .enumerate()
+                    .map(|(index, (slot, spare))| worker::Kit { index, slot, spare, cpu: Default::default() })
+                    .collect(),
+            ),
+            quiescence_tried: std::sync::atomic::AtomicBool::new(false),
         });
+        shared.register_quiescent();
         let owner = Arc::new(Owner { shared: shared.clone() });
-        for (index, (slot, spare)) in slots.into_iter().zip(spares).enumerate() {
+        for index in 0..config.in_flight {
             let s = shared.clone();
             let spawned = std::thread::Builder::new()
                 .name(trace::worker_name(index, s.kernel.name()))
-                .spawn(move || s.worker(index, slot, spare));
+                .spawn(move || s.worker(index));
             match spawned {
                 Ok(handle) => shared.workers.lock().push(handle),
                 Err(e) => {

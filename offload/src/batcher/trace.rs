@@ -108,7 +108,8 @@ pub(super) struct SlotTrace {
     lane: Lane,
     /// The model lane's name, and the lane once made.
     model_lane: (String, Option<Lane>),
-    /// End (trace ns) of this slot's previous batch span and model span.
+    /// End (trace ns) of this slot's previous batch span and model span (`u64::MAX` on an
+    /// inline lane: every span starts at its batch's close).
     prev_end: u64,
     prev_model_end: u64,
 }
@@ -126,6 +127,15 @@ impl SlotTrace {
         let lane = rec.here();
         let model_lane = (format!("slot {index} ({kernel}) model"), None);
         SlotTrace { rec: rec.clone(), lane, model_lane, prev_end: 0, prev_model_end: 0 }
+    }
+
+    /// The lane of a batch run inline on an M (`worker::close_inline`): the P it runs on. Its
+    /// span starts where the batch closed — that lane holds the submitters' polls before it —
+    /// and its model twin goes on the kit's model lane, as on a worker.
+    pub(super) fn inline(rec: &Recorder, index: usize, kernel: &str) -> SlotTrace {
+        let mut t = SlotTrace::new(rec, index, kernel);
+        t.prev_end = u64::MAX;
+        t
     }
 
     /// Records one batch whose wakers were all called by `woken`.

@@ -1,11 +1,25 @@
 //! The slot workers' side of the protocol (see the parent module): an idle worker spins,
 //! then parks on `work`, until a batch may close (full, released by the closer or its
-//! deadline passed, flush, shutdown), takes it (step 2), runs it (`run` module) and wakes
-//! its tasks as one list; and shutdown, which closes the word and joins the workers.
+//! deadline passed, flush, shutdown, the runtime quiescent) and a [`Kit`] is free, takes it
+//! (step 2), runs it (`run` module) and wakes its tasks as one list; the inline close on a
+//! quiescent runtime's M (Host device); and shutdown, which closes the word and joins the
+//! workers.
+//!
+//! # Kits
+//! A [`Kit`] is what running one batch needs besides the batch: a slot and the buffers that go
+//! with it. `in_flight` of them exist, kept in `Shared::kits` while free. A batch closes only
+//! together with a free kit (both under `central`; `kits` is a leaf lock taken only under
+//! it), so at most `in_flight` batches run at once, wherever they run: on a worker thread, or
+//! inline on the M that found the runtime quiescent (`close_inline`, Host device only: a
+//! CUDA slot's stream wait and a simulated slot's pacing would block the M). A kit goes back
+//! under `central`; whoever returns it from an inline run notifies the workers, one of which
+//! may be waiting for it with a batch ready to close.
+use super::Central;
 use super::{run, trace, Shared, Taken};
 use crate::backend::Slot;
 use crate::jobs::BatchKernel;
 use crate::timeline::CloseReason;
+use parking_lot::MutexGuard;
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::task::Waker;
@@ -21,15 +35,29 @@ const SPIN_ROUNDS: usize = 64;
 const SPIN_BUSY_ROUNDS: usize = 8;
 
 thread_local! {
-    /// True on the slot worker threads of every Batcher: a shutdown called there does not
-    /// wait for workers (see "Shutdown waits for the workers" in the module docs).
+    /// True on the slot worker threads of every Batcher, and on an M while it runs a batch
+    /// inline: a shutdown called there does not wait for workers (see "Shutdown waits for the
+    /// workers" in the module docs).
     static ON_SLOT_WORKER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// What running one batch needs besides the batch (module doc, "Kits").
+pub(super) struct Kit<K: BatchKernel> {
+    /// The slot's index (its timelines' `slot`, its latency histogram).
+    pub(super) index: usize,
+    pub(super) slot: Box<dyn Slot>,
+    /// The empty item `Vec` (capacity `max_batch`) the lanes' items are moved into.
+    pub(super) spare: Vec<K::Item>,
+    /// Host buffers of CPU-placed batches run where the kit runs (allocated at the first one).
+    pub(super) cpu: run::CpuBuffers,
 }
 
 impl<K: BatchKernel> Shared<K> {
     /// Closes the Batcher (first call only), then joins the workers.
     pub(super) fn shutdown(&self) {
         if self.stage.close() {
+            // Unregistered first: the runtime stops asking a closed Batcher.
+            drop(self.quiescence.lock().take());
             let (waiters, closer) = {
                 let mut c = self.central.lock();
                 let waiters: Vec<Waker> = c.waiters.drain(..).map(|(_, w)| w).collect();
@@ -67,29 +95,94 @@ impl<K: BatchKernel> Shared<K> {
         let _refused = gmprt_runtime::syscall(join);
     }
 
-    /// Slot worker: takes batches until the Batcher is closed and drained. `spare` is the
-    /// empty item `Vec` (capacity `max_batch`) the lanes' items are moved into.
-    pub(super) fn worker(&self, slot_index: usize, mut slot: Box<dyn Slot>, mut spare: Vec<K::Item>) {
+    /// Slot worker `index`: takes batches until the Batcher is closed and drained.
+    pub(super) fn worker(&self, index: usize) {
         ON_SLOT_WORKER.with(|w| w.set(true));
         let mut wake: Vec<Waker> = Vec::new();
-        // Host buffers of CPU-placed batches run on this thread (allocated at the first one).
-        let mut cpu = run::CpuBuffers::default();
-        let mut lanes = self.trace.as_ref().map(|r| trace::SlotTrace::new(r, slot_index, self.kernel.name()));
-        while let Some(taken) = self.take(&mut spare, &mut wake) {
+        let mut lanes = self.trace.as_ref().map(|r| trace::SlotTrace::new(r, index, self.kernel.name()));
+        while let Some((taken, mut kit)) = self.take(&mut wake) {
             // The waiters given room: they may enter the next batch while this one runs.
             gmprt_runtime::injectglist(wake.drain(..));
-            self.busy.fetch_add(1, Ordering::Relaxed);
-            let marks = self.run(slot_index, &mut *slot, &mut spare, &mut cpu, taken, &mut wake);
-            self.busy.fetch_sub(1, Ordering::Relaxed);
-            // Every item's task at once: one global-queue round, as many Ps started as needed.
-            gmprt_runtime::injectglist(wake.drain(..));
-            // Tracing only (one branch per batch otherwise): after the wakes, so the `wake`
-            // slice holds the runtime's wake arrows.
-            if let (Some(lanes), Some(marks)) = (&mut lanes, marks) {
-                let procs = self.cpu_rt.as_ref().map_or(1, |rt| rt.procs());
-                lanes.batch(&marks, Instant::now(), self.config.model.as_deref(), self.kernel.name(), procs);
-            }
+            self.run_kit(&mut kit, taken, &mut wake, lanes.as_mut());
+            self.give_back(kit, false);
         }
+    }
+
+    /// Puts `kit` back (under `central`). Notifies every worker when one may be waiting for
+    /// it: at shutdown (they retire the kits once all are home), and after an inline run
+    /// while items are open (a worker may hold a batch ready to close). A worker's own return
+    /// needs no notify otherwise: it takes again right away.
+    fn give_back(&self, kit: Kit<K>, inline: bool) {
+        let _c = self.central.lock();
+        self.kits.lock().push(kit);
+        let w = self.stage.word();
+        if w.closed() || (inline && w.open() > 0) {
+            self.work.notify_all();
+        }
+    }
+
+    /// Runs a taken batch with `kit` and wakes its tasks: the worker threads' and the inline
+    /// path's one body.
+    fn run_kit(
+        &self,
+        kit: &mut Kit<K>,
+        taken: Taken<K::Output>,
+        wake: &mut Vec<Waker>,
+        lanes: Option<&mut trace::SlotTrace>,
+    ) {
+        self.busy.fetch_add(1, Ordering::Relaxed);
+        let marks = self.run(kit.index, &mut *kit.slot, &mut kit.spare, &mut kit.cpu, taken, wake);
+        self.busy.fetch_sub(1, Ordering::Relaxed);
+        // Every item's task at once: one global-queue round, as many Ps started as needed.
+        gmprt_runtime::injectglist(wake.drain(..));
+        // Tracing only (one branch per batch otherwise): after the wakes, so the `wake`
+        // slice holds the runtime's wake arrows.
+        if let (Some(lanes), Some(marks)) = (lanes, marks) {
+            let procs = self.cpu_rt.as_ref().map_or(1, |rt| rt.procs());
+            lanes.batch(&marks, Instant::now(), self.config.model.as_deref(), self.kernel.name(), procs);
+        }
+    }
+
+    /// Whether a batch may run inline on the M that closes it: its slots compute on the
+    /// calling thread and never wait ([`Backend::runs_on_caller`](crate::Backend::runs_on_caller):
+    /// the Host device; a CUDA slot waits on its stream, a simulated one sleeps out its
+    /// pacing), and it is placed on the slot (a batch placed on the Ps waits for their chunks).
+    pub(super) fn runs_inline(&self) -> bool {
+        self.slots_run_on_caller && self.config.placement == super::Placement::Gpu
+    }
+
+    /// The quiescence hook's close (the `quiesce` module), on an M holding a P: takes the
+    /// open batch with a free kit and runs it right here — no worker thread, no hand-off —
+    /// or, with no kit free, sets `quiet` for the next worker. Returns whether a batch ran.
+    pub(super) fn close_inline(&self) -> bool {
+        debug_assert!(self.runs_inline());
+        let mut wake: Vec<Waker> = Vec::new();
+        let (taken, mut kit) = {
+            let c = self.central.lock();
+            let w = self.stage.word();
+            // Closed: shutdown's workers take it. Not stamped: its opener is still in `enter`.
+            if w.open() == 0 || w.closed() || c.opened.is_none() {
+                return false;
+            }
+            let Some(kit) = self.kits.lock().pop() else {
+                // Every kit runs a batch: the first worker back takes this one (`quiet`).
+                self.quiet.store(true, Ordering::Release);
+                self.work.notify_one();
+                return false;
+            };
+            self.close(c, kit, Instant::now(), CloseReason::Quiescent, &mut wake)
+        };
+        gmprt_runtime::injectglist(wake.drain(..));
+        // As on a worker thread: a shutdown from inside this run (an item's drop, the last
+        // clone in a woken task's waker) must not wait for the workers, which wait for this
+        // kit ("Shutdown waits for the workers" in the module docs).
+        let was = ON_SLOT_WORKER.with(|w| w.replace(true));
+        let mut lanes =
+            self.trace.as_ref().map(|r| trace::SlotTrace::inline(r, kit.index, self.kernel.name()));
+        self.run_kit(&mut kit, taken, &mut wake, lanes.as_mut());
+        ON_SLOT_WORKER.with(|w| w.set(was));
+        self.give_back(kit, true);
+        true
     }
 
     /// A worker about to park: polls the admission word for up to [`SPIN_ROUNDS`] rounds
@@ -110,11 +203,10 @@ impl<K: BatchKernel> Shared<K> {
         }
     }
 
-    /// Waits until a batch may close, then takes it (step 2): the lanes' items are moved into
-    /// `items` (empty on entry) and the wakers of the waiters given room are pushed to
-    /// `wake`. `None` once the Batcher is closed and nothing is open.
-    pub(super) fn take(&self, items: &mut Vec<K::Item>, wake: &mut Vec<Waker>) -> Option<Taken<K::Output>> {
-        debug_assert!(items.is_empty());
+    /// Waits until a batch may close and a kit is free, then takes both (step 2): the lanes'
+    /// items are moved into the kit's spare `Vec` and the wakers of the waiters given room
+    /// are pushed to `wake`. `None` once the Batcher is closed and nothing is open.
+    pub(super) fn take(&self, wake: &mut Vec<Waker>) -> Option<(Taken<K::Output>, Kit<K>)> {
         let max_batch = self.config.max_batch;
         let mut c = self.central.lock();
         let mut spun = false;
@@ -122,13 +214,31 @@ impl<K: BatchKernel> Shared<K> {
             let w = self.stage.word();
             if w.open() == 0 {
                 if w.closed() {
-                    // Closed and empty for good (no admission succeeds once closed): wake the
-                    // other workers so each sees it too. Shutdown's `notify_all` reaches only
-                    // those waiting then; one that found the closed batch not yet stamped
-                    // waits after it, and the stamp's `notify_one` may go to another worker,
-                    // which takes the batch — leaving this one waiting with nothing left to
-                    // wake it, and shutdown joining it forever.
+                    // Closed and empty for good (no admission succeeds once closed). The slots
+                    // go with the workers (shutdown's join returns with every slot dropped):
+                    // the first worker to find every kit home retires them all; until then a
+                    // batch still runs (another worker's, or inline) and its kit's return
+                    // notifies.
+                    let mut kits = self.kits.lock();
+                    let retired = if c.kits_retired {
+                        Vec::new()
+                    } else if kits.len() < self.config.in_flight {
+                        drop(kits);
+                        self.work.wait(&mut c);
+                        continue;
+                    } else {
+                        c.kits_retired = true;
+                        std::mem::take(&mut *kits)
+                    };
+                    drop(kits);
+                    // Wake the other workers so each sees it too. Shutdown's `notify_all`
+                    // reaches only those waiting then; one that found the closed batch not yet
+                    // stamped waits after it, and the stamp's `notify_one` may go to another
+                    // worker, which takes the batch — leaving this one waiting with nothing
+                    // left to wake it, and shutdown joining it forever.
                     self.work.notify_all();
+                    drop(c);
+                    drop(retired);
                     return None;
                 }
                 if !spun {
@@ -155,6 +265,9 @@ impl<K: BatchKernel> Shared<K> {
                 CloseReason::Shutdown
             } else if c.flush {
                 CloseReason::Flush
+            } else if self.quiet.load(Ordering::Acquire) {
+                // The runtime went quiescent with this batch open (the `quiesce` module).
+                CloseReason::Quiescent
             } else if self.config.max_delay.is_zero() {
                 if c.closer.holds() {
                     // Not before the tasks runnable when it opened have run (`closer`).
@@ -178,25 +291,49 @@ impl<K: BatchKernel> Shared<K> {
                     }
                 }
             };
-            let mut blocks = Vec::new();
-            let moved = self.stage.take(items, &mut blocks);
-            debug_assert!(moved > 0, "open > 0 under central, and only workers take (under central)");
-            c.opened = None;
-            c.flush = false;
-            c.closer.taken();
-            let flow = c.flow.take();
-            // Room goes to the front waiters first (step 4 of the `stage` module).
-            if !c.waiters.is_empty() {
-                let k = c.waiters.len();
-                let got = self.stage.reserve(k, true);
-                wake.extend(self.pop_waiters(&mut c, got));
-            }
-            drop(c);
-            let seq = self.next_batch.fetch_add(1, Ordering::Relaxed);
-            for (b, _) in &blocks {
-                b.state.lock().seq = Some(seq);
-            }
-            return Some(Taken { seq, blocks, opened, closed_at: now, reason, flow });
+            let Some(kit) = self.kits.lock().pop() else {
+                // Every kit runs a batch (one inline): its return notifies.
+                self.work.wait(&mut c);
+                continue;
+            };
+            return Some(self.close(c, kit, now, reason, wake));
         }
+    }
+
+    /// Takes the open batch into `kit` (step 2's common part, under `central`, which it
+    /// releases): moves the lanes' items into the kit's spare `Vec`, resets the open batch's
+    /// state, hands the free room to the front waiters (their wakers to `wake`) and numbers
+    /// the batch.
+    fn close(
+        &self,
+        mut c: MutexGuard<'_, Central>,
+        mut kit: Kit<K>,
+        now: Instant,
+        reason: CloseReason,
+        wake: &mut Vec<Waker>,
+    ) -> (Taken<K::Output>, Kit<K>) {
+        debug_assert!(kit.spare.is_empty());
+        let opened = c.opened.unwrap_or(now);
+        let mut blocks = Vec::new();
+        let moved = self.stage.take(&mut kit.spare, &mut blocks);
+        debug_assert!(moved > 0, "open > 0 under central, and only closes take (under central)");
+        c.opened = None;
+        c.flush = false;
+        // Under `central`, with the batch: a later batch never closes on this signal.
+        self.quiet.store(false, Ordering::Release);
+        c.closer.taken();
+        let flow = c.flow.take();
+        // Room goes to the front waiters first (step 4 of the `stage` module).
+        if !c.waiters.is_empty() {
+            let k = c.waiters.len();
+            let got = self.stage.reserve(k, true);
+            wake.extend(self.pop_waiters(&mut c, got));
+        }
+        drop(c);
+        let seq = self.next_batch.fetch_add(1, Ordering::Relaxed);
+        for (b, _) in &blocks {
+            b.state.lock().seq = Some(seq);
+        }
+        (Taken { seq, blocks, opened, closed_at: now, reason, flow }, kit)
     }
 }

@@ -1,0 +1,142 @@
+//! Closing on quiescence (issue 26): a batch that is not full closes when its runtime has
+//! nothing runnable, not at `max_delay`. Every test uses a `max_delay` of an hour, so a batch
+//! that waited for its deadline would hang: each test runs its work on a thread and fails
+//! (instead of hanging) if the work has not finished after [`HANG`] — a hang bound, never a
+//! timing the test asserts on. Deterministic otherwise: everything else waits on results.
+use gmprt_offload::jobs::Saxpy;
+use gmprt_offload::runtime::{spawn, Runtime};
+use gmprt_offload::{Batcher, BatcherConfig, CloseReason, Device};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Longer than any of these tests takes on a loaded 2-core machine by orders of magnitude;
+/// shorter than `max_delay`, so a batch waiting for its deadline fails the test.
+const HANG: Duration = Duration::from_secs(300);
+const DELAY: Duration = Duration::from_secs(3600);
+
+/// Runs `f` on its own thread; panics naming `what` if it has not returned after [`HANG`].
+fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(HANG)
+        .unwrap_or_else(|_| panic!("{what}: still waiting after {HANG:?} (max_delay is {DELAY:?})"))
+}
+
+fn batcher(rt: &Runtime, max_batch: usize) -> Batcher<Saxpy> {
+    let cfg =
+        BatcherConfig { max_batch, max_delay: DELAY, runtime: Some(rt.handle()), ..BatcherConfig::default() };
+    Batcher::new(Saxpy { a: 2.0 }, &Device::host(), cfg).expect("batcher")
+}
+
+/// `tasks` tasks submit `per_task` items each, one after another; returns every result.
+fn submitters(procs: usize, tasks: usize, per_task: usize, max_batch: usize) -> (Vec<f32>, Batcher<Saxpy>) {
+    let rt = Runtime::builder().procs(procs).build().expect("runtime");
+    let b = batcher(&rt, max_batch);
+    let b2 = b.clone();
+    let outs = rt.block_on(async move {
+        let hs: Vec<_> = (0..tasks)
+            .map(|t| {
+                let b = b2.clone();
+                spawn(async move {
+                    let mut outs = Vec::with_capacity(per_task);
+                    for j in 0..per_task {
+                        outs.push(b.submit(((t * per_task + j) as f32, 1.0)).await.expect("item"));
+                    }
+                    outs
+                })
+            })
+            .collect();
+        let mut outs = Vec::new();
+        for h in hs {
+            outs.extend(h.await.expect("task"));
+        }
+        outs
+    });
+    (outs, b)
+}
+
+fn ten_tasks_one_item_each(procs: usize) {
+    let (outs, b) = bounded("10 tasks, one submit each", move || submitters(procs, 10, 1, 1000));
+    assert_eq!(outs, (0..10).map(|i| 2.0 * i as f32 + 1.0).collect::<Vec<_>>());
+    let tl = b.timelines();
+    assert!(tl.iter().all(|t| t.closed_by == CloseReason::Quiescent), "{tl:?}");
+    assert_eq!(tl.iter().map(|t| t.n).sum::<usize>(), 10);
+    let s = b.stats();
+    assert_eq!((s.closed_quiescent, s.closed_deadline, s.items), (tl.len() as u64, 0, 10));
+}
+
+/// Ten tasks, one submit each, then a wait: the batch closes when the last of them parks.
+#[test]
+fn ten_submitters_close_on_quiescence_procs_1() {
+    ten_tasks_one_item_each(1);
+}
+
+#[test]
+fn ten_submitters_close_on_quiescence_procs_2() {
+    ten_tasks_one_item_each(2);
+}
+
+/// Many rounds: 200 long-lived tasks × 20 items, batches of at most 64. Every batch closes
+/// full or on quiescence, none at its deadline; every result is the item's own.
+#[test]
+fn long_lived_submitters_never_wait_for_the_deadline() {
+    let (tasks, per_task) = (200, 20);
+    let (outs, b) = bounded("200 × 20 submitters", move || submitters(2, tasks, per_task, 64));
+    let want: Vec<f32> = (0..tasks * per_task).map(|i| 2.0 * i as f32 + 1.0).collect();
+    assert_eq!(outs, want);
+    let s = b.stats();
+    assert_eq!(s.items, (tasks * per_task) as u64);
+    assert_eq!(s.closed_deadline, 0, "{}", b.report());
+    assert_eq!(s.closed_full + s.closed_quiescent, s.batches, "{}", b.report());
+    assert!(s.closed_quiescent > 0);
+    assert!(s.max_n <= 64);
+}
+
+/// A submit the runtime cannot see (a plain thread) is bounded by `max_delay`, not by the
+/// runtime's quiescence: here the runtime's only P is held by a task blocked on a channel
+/// (never quiescent), so the batch waits for its short deadline and says so.
+#[test]
+fn a_plain_threads_submit_waits_for_max_delay() {
+    let rt = Runtime::builder().procs(1).build().expect("runtime");
+    let delay = Duration::from_millis(20);
+    let cfg = BatcherConfig {
+        max_batch: 1000,
+        max_delay: delay,
+        runtime: Some(rt.handle()),
+        ..BatcherConfig::default()
+    };
+    let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), cfg).expect("batcher");
+    let (hold_tx, hold_rx) = mpsc::channel::<()>();
+    let (held_tx, held_rx) = mpsc::channel::<()>();
+    let holder = rt.spawn(async move {
+        held_tx.send(()).unwrap();
+        hold_rx.recv().unwrap(); // blocks the M that holds the only P
+    });
+    held_rx.recv().unwrap();
+    let f = b.submit((3.0, 1.0));
+    assert_eq!(Runtime::builder().procs(1).build().unwrap().block_on(f), Ok(7.0));
+    hold_tx.send(()).unwrap();
+    rt.block_on(holder).expect("holder");
+    let tl = b.timelines();
+    assert_eq!((tl.len(), tl[0].closed_by), (1, CloseReason::Deadline));
+    assert!(tl[0].queue_wait >= delay, "queue_wait {:?} < max_delay {delay:?}", tl[0].queue_wait);
+}
+
+/// The hook is gone with the Batcher: a runtime that outlives it never calls into it, and a
+/// shut-down Batcher's open items were closed by shutdown, not lost.
+#[test]
+fn shutdown_unregisters_and_loses_nothing() {
+    let rt = Runtime::builder().procs(2).build().expect("runtime");
+    let b = batcher(&rt, 1000);
+    let f = b.submit((1.0, 1.0)); // from this thread: only shutdown or the deadline closes it
+    b.shutdown();
+    assert_eq!(rt.block_on(f), Ok(3.0));
+    assert_eq!(b.timelines()[0].closed_by, CloseReason::Shutdown);
+    // The runtime keeps going quiescent with nothing registered.
+    for _ in 0..3 {
+        rt.block_on(async { spawn(async {}).await.expect("task") });
+    }
+    assert_eq!(rt.stats().quiescent_runs, 0);
+}
