@@ -128,10 +128,9 @@ fn offload(c: &mut Criterion) {
 
 /// The peer: what a tokio user writes instead of a Batcher. A bounded mpsc of
 /// `(item, oneshot)` feeds one collector task, which takes whatever is queued up to
-/// `max_batch` (`recv_many`), keeps collecting until `max_delay` has passed since the first
-/// item or the batch is full (not at all when `max_delay` is zero: Triton's default, as the
-/// Batcher's), computes the batch with the same CPU kernel the Host device runs, and answers
-/// each oneshot.
+/// `max_batch` (`recv_many`) and runs it at once: it waits only while nothing is queued, never
+/// on a timer (so no item waits `max_delay`: the rule issue 26 holds the Batcher to), computes
+/// the batch with the same CPU kernel the Host device runs, and answers each oneshot.
 #[derive(Clone)]
 struct TokioBatcher {
     tx: tokio::sync::mpsc::Sender<((f32, f32), tokio::sync::oneshot::Sender<f32>)>,
@@ -140,7 +139,7 @@ struct TokioBatcher {
 impl TokioBatcher {
     /// Starts the collector on the current tokio runtime. The channel holds `max_batch` items
     /// (backpressure, as the Batcher's bounded open batch).
-    fn start(kernel: Saxpy, max_batch: usize, max_delay: Duration) -> TokioBatcher {
+    fn start(kernel: Saxpy, max_batch: usize) -> TokioBatcher {
         let (tx, mut rx) = tokio::sync::mpsc::channel(max_batch);
         tokio::spawn(async move {
             let mut batch: Vec<((f32, f32), tokio::sync::oneshot::Sender<f32>)> =
@@ -149,18 +148,9 @@ impl TokioBatcher {
             let mut output = vec![0u32; max_batch];
             let mut items: Vec<(f32, f32)> = Vec::with_capacity(max_batch);
             loop {
+                // Everything queued, up to max_batch; waits only when the queue is empty.
                 if rx.recv_many(&mut batch, max_batch).await == 0 {
                     return; // every sender dropped
-                }
-                if !max_delay.is_zero() {
-                    let deadline = tokio::time::Instant::now() + max_delay;
-                    while batch.len() < max_batch {
-                        let left = max_batch - batch.len();
-                        match tokio::time::timeout_at(deadline, rx.recv_many(&mut batch, left)).await {
-                            Ok(0) | Err(_) => break,
-                            Ok(_) => {}
-                        }
-                    }
                 }
                 let n = batch.len();
                 items.clear();
@@ -289,32 +279,35 @@ fn submitters_tokio(
     })
 }
 
-/// p50 and p99 of `ns`, in microseconds.
-fn p50_p99(ns: &mut [u64]) -> (f64, f64) {
+/// p50, p99 and p99.9 of `ns`, in microseconds.
+fn quantiles(ns: &mut [u64]) -> [f64; 3] {
     ns.sort_unstable();
     let at = |q: f64| ns[((ns.len() - 1) as f64 * q) as usize] as f64 / 1e3;
-    (at(0.50), at(0.99))
+    [at(0.50), at(0.99), at(0.999)]
 }
 
-/// `offload_submitters`: 1,000 tasks × 1,000 items (a service's long-lived tasks) and
-/// 10,000 × 100, the Batcher (Host device) against the tokio peer, `max_batch` 1024,
-/// `max_delay` 0 on both. After each pair, one more pass of each with every item's latency
-/// taken in its task prints p50/p99 beside the throughput.
+/// `offload_submitters`: long-lived tasks each submitting SAXPY items one after another —
+/// 1,000 × 1,000, 100 × 100 and 10,000 × 100 (9,000 wait for room) — the Batcher (Host
+/// device) against the tokio peer, `max_batch` 1024, the Batcher's `max_delay` 200 µs (the
+/// peer never waits on a timer). After each pair, one more pass of each with every item's
+/// submit → result latency taken in its task prints p50/p99/p99.9 beside the throughput.
+/// Then `offload_submitters/10x1`: 2,000 rounds of 10 tasks submitting one item each and
+/// waiting, latency only (no item may wait on a deadline when nothing else can arrive).
 fn submitters(c: &mut Criterion) {
     let procs = common::procs();
     let grt = common::gmprt_rt(procs);
     let trt = common::tokio_rt(procs);
     let kernel = Saxpy { a: 3.0 };
-    let (max_batch, max_delay) = (1024, Duration::ZERO);
-    let cfg = BatcherConfig { max_batch, max_delay, ..BatcherConfig::default() };
+    let (max_batch, max_delay) = (1024, Duration::from_micros(200));
+    let cfg = BatcherConfig { max_batch, max_delay, runtime: Some(grt.handle()), ..BatcherConfig::default() };
     let b = Batcher::new(kernel, &Device::host(), cfg).expect("batcher");
     let peer = {
         let _g = trt.enter();
-        TokioBatcher::start(kernel, max_batch, max_delay)
+        TokioBatcher::start(kernel, max_batch)
     };
     let mut g = c.benchmark_group("offload_submitters");
     g.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
-    for (tasks, per_task) in [(1000usize, 1000usize), (10_000, 100)] {
+    for (tasks, per_task) in [(1000usize, 1000usize), (100, 100), (10_000, 100)] {
         let items = tasks * per_task;
         let want = expected_sum(kernel.a, tasks, per_task);
         // Checked once, untimed: every result arrives, right.
@@ -332,14 +325,67 @@ fn submitters(c: &mut Criterion) {
         let mut gl = submitters_gmprt(&grt, &b, tasks, per_task, true).latencies;
         let after = b.stats();
         let mut tl = submitters_tokio(&trt, &peer, tasks, per_task, true).latencies;
-        let ((g50, g99), (t50, t99)) = (p50_p99(&mut gl), p50_p99(&mut tl));
+        let (gq, tq) = (quantiles(&mut gl), quantiles(&mut tl));
         println!(
-            "offload_submitters/{id}: latency p50/p99 gmprt {g50:.1}/{g99:.1} µs, tokio {t50:.1}/{t99:.1} µs; gmprt {:.0} items per launch",
-            (after.items - before.items) as f64 / (after.launches - before.launches).max(1) as f64
+            "offload_submitters/{id}: latency p50/p99/p99.9 gmprt {:.1}/{:.1}/{:.1} µs, tokio {:.1}/{:.1}/{:.1} µs; \
+             gmprt {:.0} items per launch, closed by: {} quiescent, {} deadline, {} full",
+            gq[0],
+            gq[1],
+            gq[2],
+            tq[0],
+            tq[1],
+            tq[2],
+            (after.items - before.items) as f64 / (after.launches - before.launches).max(1) as f64,
+            after.closed_quiescent - before.closed_quiescent,
+            after.closed_deadline - before.closed_deadline,
+            after.closed_full - before.closed_full,
         );
     }
     g.finish();
+    ten_submitters(&grt, &b, &trt, &peer, procs);
     b.shutdown();
+}
+
+/// 10 tasks submit one item each and wait, 2,000 rounds per side: p50/p99/p99.9 of the
+/// items' submit → result, and the batches' own work (staging + run + scatter, from the
+/// Batcher's timelines) beside it: the target is p99 ≤ max(the batch's work, 20 µs).
+fn ten_submitters(
+    grt: &gmprt::Runtime,
+    b: &Batcher<Saxpy>,
+    trt: &tokio::runtime::Runtime,
+    peer: &TokioBatcher,
+    procs: usize,
+) {
+    const ROUNDS: usize = 2000;
+    let (mut gl, mut tl) = (Vec::with_capacity(10 * ROUNDS), Vec::with_capacity(10 * ROUNDS));
+    let before = b.stats();
+    let t0 = b.timelines().len();
+    for _ in 0..ROUNDS {
+        gl.extend(submitters_gmprt(grt, b, 10, 1, true).latencies);
+        tl.extend(submitters_tokio(trt, peer, 10, 1, true).latencies);
+    }
+    let after = b.stats();
+    let mut work: Vec<u64> = b.timelines()[t0..]
+        .iter()
+        .map(|t| (t.staging + t.h2d + t.kernel + t.d2h + t.scatter).as_nanos() as u64)
+        .collect();
+    let (gq, tq) = (quantiles(&mut gl), quantiles(&mut tl));
+    let wq = if work.is_empty() { [0.0; 3] } else { quantiles(&mut work) };
+    println!(
+        "offload_submitters/10x1/procs={procs}: {ROUNDS} rounds, latency p50/p99/p99.9 gmprt {:.1}/{:.1}/{:.1} µs, \
+         tokio {:.1}/{:.1}/{:.1} µs; gmprt batch work p50/p99 {:.1}/{:.1} µs; closed by: {} quiescent, {} deadline, {} full",
+        gq[0],
+        gq[1],
+        gq[2],
+        tq[0],
+        tq[1],
+        tq[2],
+        wq[0],
+        wq[1],
+        after.closed_quiescent - before.closed_quiescent,
+        after.closed_deadline - before.closed_deadline,
+        after.closed_full - before.closed_full,
+    );
 }
 
 /// `offload_book`: one task owns a book of 1M Black-Scholes contracts and prices it through the
