@@ -93,7 +93,21 @@ pub struct BatcherConfig {
     /// A batch closes when it holds this many items (1 ..= 2²⁴).
     pub max_batch: usize,
     /// ... or when its oldest item has waited this long (≤ 1 h; zero = as soon as a slot is
-    /// free).
+    /// free) — whichever comes first with *quiescence*: a batch that is not full also closes
+    /// the moment the Batcher's runtime has nothing runnable (every P idle, no spinning M,
+    /// nothing queued), since every task that could add an item has added it or parked, and
+    /// waiting longer only delays the items already in it (`CloseReason::Quiescent`). So with
+    /// green-task submitters `max_delay` is only an upper bound, reached when the runtime stays
+    /// busy with other work; for submitters the runtime cannot see — plain threads, a
+    /// `block_on`, tasks of another runtime — it is the bound, as before. On the Host device a
+    /// batch closed on quiescence runs right there, on the P of the M that found the runtime
+    /// idle (no worker thread in between): a Host kernel must compute, not block. The runtime
+    /// watched is [`runtime`](Self::runtime)'s (else the one `Batcher::new` is called from,
+    /// else that of the first task that opens a batch).
+    ///
+    /// The adaptive rule (close once the batch holds as many items as the last batch woke
+    /// tasks) was measured beside it and not kept: no consistent gain, twice the batches
+    /// (`benches/results/batcher-adaptive-rule-issue26.txt`).
     pub max_delay: Duration,
     /// Batches in flight at once = slots = streams = worker threads (1 ..= 64). Two let the
     /// copies of one batch overlap the kernel of another on a GPU.
