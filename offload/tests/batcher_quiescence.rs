@@ -140,3 +140,38 @@ fn shutdown_unregisters_and_loses_nothing() {
     }
     assert_eq!(rt.stats().quiescent_runs, 0);
 }
+
+/// A runtime that never goes quiescent (a task yields in a loop until told to stop) still
+/// closes a task's batch at its deadline: `max_delay` stays the bound when quiescence does not
+/// come (the slot worker watching the deadline closes it).
+#[test]
+fn a_busy_runtime_closes_at_the_deadline() {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Arc;
+    let rt = Runtime::builder().procs(2).build().expect("runtime");
+    let delay = Duration::from_millis(20);
+    let cfg = BatcherConfig {
+        max_batch: 1000,
+        max_delay: delay,
+        runtime: Some(rt.handle()),
+        ..BatcherConfig::default()
+    };
+    let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), cfg).expect("batcher");
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let busy = rt.spawn(async move {
+        while !stop2.load(SeqCst) {
+            gmprt_offload::runtime::yield_now().await;
+        }
+    });
+    let b2 = b.clone();
+    let y = bounded("a submit on a busy runtime", move || {
+        rt.block_on(async move { spawn(async move { b2.submit((4.0, 1.0)).await }).await.expect("task") })
+    });
+    stop.store(true, SeqCst);
+    assert_eq!(y, Ok(9.0));
+    let tl = b.timelines();
+    assert_eq!((tl.len(), tl[0].closed_by), (1, CloseReason::Deadline), "{tl:?}");
+    assert!(tl[0].queue_wait >= delay, "queue_wait {:?} < max_delay {delay:?}", tl[0].queue_wait);
+    drop(busy);
+}
