@@ -359,13 +359,17 @@ fn ten_submitters(
     const ROUNDS: usize = 2000;
     let (mut gl, mut tl) = (Vec::with_capacity(10 * ROUNDS), Vec::with_capacity(10 * ROUNDS));
     let before = b.stats();
-    let t0 = b.timelines().len();
+    let rs0 = grt.stats();
     for _ in 0..ROUNDS {
         gl.extend(submitters_gmprt(grt, b, 10, 1, true).latencies);
         tl.extend(submitters_tokio(trt, peer, 10, 1, true).latencies);
     }
     let after = b.stats();
-    let mut work: Vec<u64> = b.timelines()[t0..]
+    let rs = grt.stats();
+    // The ring keeps the last TIMELINE_CAPACITY batches: these rounds' are its tail.
+    let tls = b.timelines();
+    let ran = ((after.batches - before.batches) as usize).min(tls.len());
+    let mut work: Vec<u64> = tls[tls.len() - ran..]
         .iter()
         .map(|t| (t.staging + t.h2d + t.kernel + t.d2h + t.scatter).as_nanos() as u64)
         .collect();
@@ -373,7 +377,8 @@ fn ten_submitters(
     let wq = if work.is_empty() { [0.0; 3] } else { quantiles(&mut work) };
     println!(
         "offload_submitters/10x1/procs={procs}: {ROUNDS} rounds, latency p50/p99/p99.9 gmprt {:.1}/{:.1}/{:.1} µs, \
-         tokio {:.1}/{:.1}/{:.1} µs; gmprt batch work p50/p99 {:.1}/{:.1} µs; closed by: {} quiescent, {} deadline, {} full",
+         tokio {:.1}/{:.1}/{:.1} µs; gmprt batch work p50/p99 {:.1}/{:.1} µs; closed by: {} quiescent, {} deadline, {} full; \
+         gmprt runtime per round: {:.2} M parks, {:.2} runnext back-offs",
         gq[0],
         gq[1],
         gq[2],
@@ -385,6 +390,8 @@ fn ten_submitters(
         after.closed_quiescent - before.closed_quiescent,
         after.closed_deadline - before.closed_deadline,
         after.closed_full - before.closed_full,
+        (rs.parks - rs0.parks) as f64 / ROUNDS as f64,
+        (rs.runnext_backoffs - rs0.runnext_backoffs) as f64 / ROUNDS as f64,
     );
 }
 
