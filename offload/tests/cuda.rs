@@ -172,6 +172,8 @@ fn main() -> ExitCode {
         gpu_test("loaded_libraries_name_cuda_13_paths", loaded_libraries_name_cuda_13_paths),
         Trial::test("skips_are_ignored_with_the_reason_and_required_gpu_fails", harness_reports_skips)
             .with_kind("harness"),
+        Trial::test("child_pass_check_reads_a_probe_that_prints", child_pass_check_reads_a_probe_that_prints)
+            .with_kind("harness"),
     ];
     if !args.list {
         announce_skips(&args, &trials);
@@ -219,6 +221,40 @@ fn announce_skips(args: &Arguments, trials: &[Trial]) {
 /// missing GPU (NVRTC) is reported as ignored with the reason, that `GMPRT_REQUIRE_GPU=1` makes
 /// it a failure (exit status 101) with the reason, that a bad value of the variable fails,
 /// and that where the GPU (NVRTC) is present the test passes either way.
+/// Whether a child run of one test passed: judged by its exit code and summary line, and that
+/// the test's own `line` (`test [kind] name ... `) is there. Not by `"{line}ok"`: a passing test
+/// may print between its `... ` and its `ok` — the GPU probe prints the device it found — so
+/// that literal never matched on a real GPU (the first H200 run's one failure).
+fn child_passed(code: Option<i32>, text: &str, line: &str) -> bool {
+    code == Some(0) && text.contains(line) && text.contains(" 1 passed; 0 failed;")
+}
+
+/// `[harness]`: the pass check against the child output the first H200 run recorded
+/// (`benches/results/h200-2026-11-26/stages.tar.xz`, `1-correct/test-offload-cuda.txt`), where
+/// the old literal check failed; and against a failed and an ignored run.
+fn child_pass_check_reads_a_probe_that_prints() -> Result<(), Failed> {
+    let line = format!("test [gpu] {GPU_PROBE_TEST} ... ");
+    let h200 = format!(
+        "\nrunning 1 test\n{line}cuda:0 NVIDIA H200 (sm_90, driver 13.0, sync auto; libcuda 13.0 \
+         (/usr/local/nvidia/lib64/libcuda.so.580.159.04)); 132 SMs\nok\n\n\
+         test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 19 filtered out; finished in 0.00s\n"
+    );
+    let failed = format!("{line}FAILED\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored;\n");
+    let ignored =
+        format!("{line}ignored (no GPU: none)\n\ntest result: ok. 0 passed; 0 failed; 1 ignored;\n");
+    let verdicts = [
+        child_passed(Some(0), &h200, &line),
+        child_passed(Some(101), &failed, &line),
+        child_passed(Some(0), &ignored, &line),
+        child_passed(Some(0), &h200, "test [gpu] another_test ... "),
+    ];
+    if verdicts == [true, false, false, false] {
+        Ok(())
+    } else {
+        Err(format!("pass / fail / ignored / other test judged {verdicts:?}").into())
+    }
+}
+
 fn harness_reports_skips() -> Result<(), Failed> {
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let run = |test: &str, require: Option<&str>| -> Result<(Option<i32>, String), Failed> {
@@ -258,7 +294,7 @@ fn harness_reports_skips() -> Result<(), Failed> {
         let (code, text) = run(test, None)?;
         match &gate {
             Ok(()) => check(
-                code == Some(0) && text.contains(&format!("{line}ok")) && text.contains(" 1 passed;"),
+                child_passed(code, &text, &line),
                 &format!("{test} must pass where its {kind} is present"),
                 &text,
             )?,
