@@ -16,9 +16,11 @@
 //! directory (the README's plots are made with `--out docs/img` from the repository's root).
 //!
 //! Where the numbers come from (`--device`):
-//! * `simulated`, or the default when there is no GPU: the shipped profile built from
-//!   published H100 figures — every line that quotes it says "published figures, not
-//!   measured";
+//! * `simulated`, or the default when there is no GPU: the profile measured on the first GPU
+//!   run (one H200 with a 16-core Xeon, `offload/profiles/h200-measured-2026-11-26.json`, raw
+//!   output in `benches/results/h200-2026-11-26/`); the published H100/H200 profiles stay in
+//!   `offload/profiles/` (pass the path), and every line that quotes one says "published
+//!   figures, not measured";
 //! * `host`: measured now by `calibrate` on the Host stand-in device;
 //! * `cuda`: measured now by `calibrate` on CUDA device 0 (the default when one is found);
 //!   exit 2 with the reason if there is none;
@@ -70,13 +72,13 @@ impl ValueEnum for Kernel {
 /// Where the profile comes from.
 #[derive(Debug, Clone)]
 enum Source {
-    /// CUDA when found (measured), else the published H100 profile.
+    /// CUDA when found (measured), else the H200 profile measured on the first GPU run.
     Auto,
     /// Calibrated now on the Host stand-in device.
     Host,
     /// Calibrated now on CUDA device 0.
     Cuda,
-    /// The published H100 profile.
+    /// The H200 profile measured on the first GPU run (`offload/profiles/h200-measured-2026-11-26.json`).
     Simulated,
     /// A profile saved earlier as JSON.
     File(PathBuf),
@@ -111,9 +113,9 @@ struct Args {
     /// kernel's own: 1e6, N = 1024 for sgemm]
     #[arg(long, value_name = "N", value_parser = positive)]
     n: Option<usize>,
-    /// Where the numbers come from: auto (CUDA measured if found, else the published H100
-    /// figures), host or cuda (calibrated now), simulated (published H100 figures), or a
-    /// profile saved as JSON
+    /// Where the numbers come from: auto (CUDA measured if found, else the H200 profile
+    /// measured on the first GPU run), host or cuda (calibrated now), simulated (that measured
+    /// H200 profile), or a profile saved as JSON
     #[arg(
         long = "device",
         value_name = "host|cuda|simulated|auto|PROFILE.json",
@@ -172,7 +174,7 @@ fn measure(device: &Device, quick: bool) -> DeviceProfile {
 /// The profile, and a note on why it was chosen (for the default).
 fn profile(a: &Args) -> (DeviceProfile, Option<String>) {
     match &a.source {
-        Source::Simulated => (DeviceProfile::published_h100(), None),
+        Source::Simulated => (DeviceProfile::measured_h200(), None),
         Source::Host => (measure(&Device::host(), a.quick), None),
         Source::Cuda => {
             let d =
@@ -191,8 +193,11 @@ fn profile(a: &Args) -> (DeviceProfile, Option<String>) {
             } else {
                 let why = d.reason().unwrap_or("no GPU").to_string();
                 (
-                    DeviceProfile::published_h100(),
-                    Some(format!("no GPU to measure ({why}); using the published H100 profile")),
+                    DeviceProfile::measured_h200(),
+                    Some(format!(
+                        "no GPU to measure ({why}); using the profile measured on an H200 \
+                         (offload/profiles/h200-measured-2026-11-26.json)"
+                    )),
                 )
             }
         }

@@ -3,8 +3,8 @@
 //! [`DeviceProfile`] ([`SimBackend`]: CPU compute, each phase paced to the profile's
 //! prediction; see [`crate::sim`]).
 //!
-//! `GMPRT_DEVICE=simulated` chooses the simulated device with the published H100 profile
-//! ([`DeviceProfile::published_h100`]), or with the JSON profile at `GMPRT_PROFILE=path` when
+//! `GMPRT_DEVICE=simulated` chooses the simulated device with the H200 profile measured on the
+//! first GPU run ([`DeviceProfile::measured_h200`]), or with the JSON profile at `GMPRT_PROFILE=path` when
 //! that variable is set (an error naming the path if it cannot be loaded).
 //!
 //! Choosing ([`Device::detect`]): `GMPRT_DEVICE=host` forces Host, `GMPRT_DEVICE=cuda` forces
@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 /// are those of [`Device::from_choice`].
 pub const DEVICE_ENV: &str = "GMPRT_DEVICE";
 /// With `GMPRT_DEVICE=simulated`: the path of a JSON [`DeviceProfile`] to simulate (default:
-/// [`DeviceProfile::published_h100`]).
+/// [`DeviceProfile::measured_h200`], measured on an H200).
 ///
 /// ```
 /// use gmprt_offload::model::DeviceProfile;
@@ -192,7 +192,8 @@ impl Device {
     /// As [`Device::detect`] with the value of `GMPRT_DEVICE` given: `None`, `""` or `"auto"`
     /// detect, `"host"` forces Host, `"cuda"` forces CUDA device 0, `"simulated"` simulates
     /// the profile at `GMPRT_PROFILE` (a JSON file; `Err` naming the path if it cannot be
-    /// loaded) or else the published H100 (case and surrounding spaces ignored). Anything
+    /// loaded) or else the H200 measured on the first GPU run (case and surrounding spaces
+    /// ignored). Anything
     /// else is `Err(Config)` naming the accepted values.
     ///
     /// Where CUDA may be chosen (`auto`, `cuda`), `GMPRT_CUDA_SYNC` is validated first: a bad
@@ -202,10 +203,10 @@ impl Device {
     /// use gmprt_offload::{Device, DeviceKind, OffloadError, PROFILE_ENV};
     ///
     /// assert_eq!(Device::from_choice(Some(" Host ")).unwrap().kind(), DeviceKind::Host);
-    /// // Without GMPRT_PROFILE, `simulated` is the published H100.
+    /// // Without GMPRT_PROFILE, `simulated` is the H200 measured on the first GPU run.
     /// std::env::remove_var(PROFILE_ENV);
     /// let sim = Device::from_choice(Some("simulated")).unwrap();
-    /// assert!(sim.describe().starts_with("simulated from NVIDIA H100"), "{}", sim.describe());
+    /// assert!(sim.describe().starts_with("simulated from NVIDIA H200"), "{}", sim.describe());
     /// // `auto` with no usable GPU is Host with the reason, never an error.
     /// let auto = Device::from_choice(Some("auto")).unwrap();
     /// match auto.kind() {
@@ -238,7 +239,7 @@ impl Device {
                     })?;
                     Ok(Device::simulated(profile))
                 }
-                _ => Ok(Device::simulated(DeviceProfile::published_h100())),
+                _ => Ok(Device::simulated(DeviceProfile::measured_h200())),
             },
             Some(other) => Err(OffloadError::Config(format!(
                 "{DEVICE_ENV} must be `host`, `cuda`, `simulated` or `auto` (unset means auto); got `{other}`"

@@ -256,6 +256,9 @@ pub struct DeviceProfile {
 const H100_JSON: &str = include_str!("../../profiles/h100-sxm-published.json");
 /// The H200 published profile (JSON, compiled in).
 const H200_JSON: &str = include_str!("../../profiles/h200-published.json");
+/// The H200 profile measured on the first GPU run (JSON, compiled in; raw output in
+/// `benches/results/h200-2026-11-26/`).
+const H200_MEASURED_JSON: &str = include_str!("../../profiles/h200-measured-2026-11-26.json");
 
 impl DeviceProfile {
     /// What a launch costs beyond what the kernel fits already contain: `launch_sync −
@@ -376,6 +379,27 @@ impl DeviceProfile {
     /// ```
     pub fn published_h200() -> DeviceProfile {
         DeviceProfile::from_json(H200_JSON).expect("offload/profiles/h200-published.json is valid")
+    }
+    /// The profile measured on one NVIDIA H200 with a 16-core Xeon (driver 580, CUDA 13.0;
+    /// `explain --all --device cuda --save-profile` at commit a91766a, 2026-11-26; raw output
+    /// in `benches/results/h200-2026-11-26/`), refitted with the current fitting procedure.
+    /// The default of `Device::simulated` via `GMPRT_DEVICE=simulated` and of `explain` when
+    /// there is no GPU to measure; the published profiles stay, labelled published.
+    ///
+    /// ```
+    /// use gmprt_offload::model::{DeviceProfile, ProfileSource};
+    /// let h200 = DeviceProfile::measured_h200();
+    /// assert_eq!((h200.device.as_str(), h200.kind.as_str(), h200.procs), ("NVIDIA H200", "cuda", 16));
+    /// assert!(matches!(h200.source, ProfileSource::Measured));
+    /// let names: Vec<&str> = h200.kernels.iter().map(|k| k.name.as_str()).collect();
+    /// // The four kernels, and the device-to-device copy (the roofline's memory bound).
+    /// assert_eq!(names, ["black_scholes", "saxpy", "sgemm", "monte_carlo", "device_copy"]);
+    /// ```
+    pub fn measured_h200() -> DeviceProfile {
+        let mut p = DeviceProfile::from_json(H200_MEASURED_JSON)
+            .expect("offload/profiles/h200-measured-2026-11-26.json is valid");
+        p.refit();
+        p
     }
     /// Refits every fit of a measured profile from its raw samples with the current
     /// [`LinFit::fit`] (after the fitting procedure changes, a recorded profile need not be
