@@ -89,6 +89,34 @@ for s in "${stages[@]}"; do
   [ -f "$out/$s-summary.txt" ] && sed 's/^/    /' "$out/$s-summary.txt"
 done
 
+# `run.sh all` (stages 0-4 in one call): only the two combined files come back, the archive
+# holds every stage's folder with its summary, and the combined summary has every stage's.
+echo "==> run.sh all (host, GMPRT_GPU_SCALE=$scale)"
+out=$base/out/all
+mkdir -p "$out"
+t=$SECONDS
+rc=0
+env -u GMPRT_REQUIRE_GPU OUT="$out" GMPRT_RUN_DEVICE=host GMPRT_GPU_SCALE="$scale" \
+  GMPRT_BIN_ARCHIVE="$archive" GMPRT_BIN_DIR="$base/bin" \
+  bash scripts/gpu/run.sh all || rc=$?
+problems=()
+[ "$rc" -eq 0 ] || problems+=("rc=$rc")
+got=$(cd "$out" && find . -type f -printf '%f\n' | sort | tr '\n' ' ')
+[ "$got" = "all-summary.txt all.tar.xz " ] || problems+=("files: $got (want all-summary.txt all.tar.xz)")
+if [ -f "$out/all.tar.xz" ]; then
+  # Listed once into a file: `grep -q` on the pipe would close it early (SIGPIPE under pipefail).
+  xz -dc "$out/all.tar.xz" | tar -tf - > "$base/all.list" || problems+=("all.tar.xz does not unpack")
+  for s in 0-env 1-correct 2-calibrate 3-screener 4-sched; do
+    grep -q "^\./$s/summary.txt$" "$base/all.list" || problems+=("all.tar.xz holds no $s/summary.txt")
+    grep -q "^stage $s " "$out/all-summary.txt" || problems+=("all-summary.txt has no stage $s")
+  done
+fi
+if [ ${#problems[@]} -gt 0 ]; then
+  printf 'run.sh all: %s\n' "${problems[@]}" >&2
+  bad=$((bad + 1))
+fi
+echo "run.sh all: $((SECONDS - t)) s, rc=$rc, files: $got"
+
 echo
 echo "dry run (host, GMPRT_GPU_SCALE=$scale, --profile $profile): build+archive ${build_s}s, archive $(stat -c %s "$archive") bytes"
 for s in "${stages[@]}"; do

@@ -6,6 +6,11 @@
 #
 #   bash scripts/gpu/run.sh list          # the stages and their expected time on an H100/H200
 #   bash scripts/gpu/run.sh <stage>...    # e.g. 0-env, or 1-correct 2-calibrate (each alone works)
+#   bash scripts/gpu/run.sh all           # stages 0-4 in one device call (~545 s), each under its
+#                                         # own budget (40/140/220/100/45 s), writing only
+#                                         # $OUT/all.tar.xz (every stage's raw output) and
+#                                         # $OUT/all-summary.txt, both refreshed after every stage:
+#                                         # a call killed midway keeps the stages that finished
 #
 # Binaries: the archive from scripts/gpu/build.sh (carry devbin/gmprt-gpu-bin.tar.xz); it is
 # unpacked into devbin/bin on first use (again when the archive changes). Environment:
@@ -39,7 +44,7 @@ declare -A EXPECT=(
 die() { echo "run.sh: error: $*" >&2; exit 1; }
 
 usage() {
-  sed -n '2,22p' "$0"
+  sed -n '2,27p' "$0"
   echo
   list
 }
@@ -51,10 +56,19 @@ list() {
 }
 
 [ $# -gt 0 ] || { usage; exit 2; }
+ALL=0
 case $1 in
   list) list; exit 0 ;;
   -h|--help|help) usage; exit 0 ;;
+  all)
+    [ $# -eq 1 ] || die "'all' runs stages 0-4 and takes no other stage"
+    ALL=1
+    set -- 0-env 1-correct 2-calibrate 3-screener 4-sched
+    ;;
 esac
+# `all`: each stage's budget in one device call (600 s at most): 545 s in all, as the first
+# GPU run's stages took at full scale (issue 27; scripts/gpu/README.md).
+declare -A ALL_BUDGET=([0-env]=40 [1-correct]=140 [2-calibrate]=220 [3-screener]=100 [4-sched]=45)
 for s in "$@"; do
   [ -n "${EXPECT[$s]+x}" ] || die "unknown stage '$s' (stages: ${STAGES[*]}; or 'list')"
 done
@@ -333,6 +347,7 @@ run_stage() {
   STAGE=$1
   STAGE_T0=$SECONDS
   FAILED=0
+  if [ "$ALL" -eq 1 ]; then BUDGET=${ALL_BUDGET[$STAGE]}; fi
   local parent
   parent=$(mktemp -d "${TMPDIR:-/tmp}/gmprt-stage.XXXXXX")
   W=$parent/$STAGE
@@ -345,14 +360,30 @@ run_stage() {
     echo "steps (name, rc, seconds; indented: key lines of its output):"
   } > "$SUMMARY"
   "stage_${STAGE//-/_}"
-  echo "stage $STAGE: $FAILED step(s) failed, $((SECONDS - STAGE_T0)) s" >> "$SUMMARY"
+  echo "stage $STAGE: $FAILED step(s) failed, $((SECONDS - STAGE_T0)) s (budget ${BUDGET} s)" >> "$SUMMARY"
+  TOTAL_FAILED=$((TOTAL_FAILED + FAILED))
+  if [ "$ALL" -eq 1 ]; then
+    # Keep the stage's folder and refresh the two combined files (each written whole, then
+    # renamed over the last one, so a kill never leaves a half-written file).
+    mv "$W" "$ALL_DIR/$STAGE"
+    rm -rf "$parent"
+    cat "$ALL_DIR"/*/summary.txt > "$OUT/.all-summary.txt.new"
+    mv "$OUT/.all-summary.txt.new" "$OUT/all-summary.txt"
+    tar -C "$ALL_DIR" -cf - . | xz -T0 -6 > "$OUT/.all.tar.xz.new"
+    mv "$OUT/.all.tar.xz.new" "$OUT/all.tar.xz"
+    echo "[$STAGE] done in $((SECONDS - STAGE_T0)) s, $FAILED failed: $OUT/all.tar.xz, $OUT/all-summary.txt refreshed" >&2
+    return 0
+  fi
   tar -C "$parent" -cf - "$STAGE" | xz -T0 -6 > "$OUT/$STAGE.tar.xz"
   cp "$SUMMARY" "$OUT/$STAGE-summary.txt"
   rm -rf "$parent"
   echo "[$STAGE] done in $((SECONDS - STAGE_T0)) s, $FAILED failed: $OUT/$STAGE.tar.xz, $OUT/$STAGE-summary.txt" >&2
-  TOTAL_FAILED=$((TOTAL_FAILED + FAILED))
 }
 
 TOTAL_FAILED=0
+if [ "$ALL" -eq 1 ]; then
+  ALL_DIR=$(mktemp -d "${TMPDIR:-/tmp}/gmprt-all.XXXXXX")
+fi
 for s in "$@"; do run_stage "$s"; done
+if [ "$ALL" -eq 1 ]; then rm -rf "$ALL_DIR"; fi
 [ "$TOTAL_FAILED" -eq 0 ] || { echo "run.sh: $TOTAL_FAILED step(s) failed (see the summaries)" >&2; exit 1; }
