@@ -44,97 +44,27 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod context;
+mod handles;
 mod launch;
 pub mod libs;
 mod measure;
+mod modules;
 pub mod nvrtc;
 mod ops;
 mod slot;
 pub mod sync;
 
+pub(crate) use context::driver_err;
+pub use context::probe;
 pub use launch::{
     grid_size, launch_black_scholes, launch_saxpy, launch_sgemm_batched, BLOCK_SIZE, GRID_BLOCKS_PER_SM,
 };
 pub use libs::{loaded_libraries, LoadedLib};
 pub use measure::LaunchCosts;
+use modules::Loaded;
 pub use slot::CudaSlot;
 pub use sync::{SyncMode, SYNC_ENV};
-
-/// Checks, without panicking, that a CUDA device can be used: libcuda present
-/// (`is_culib_present` first), not a stub and at least CUDA 13 (checked through
-/// `/proc/self/maps` and `cuDriverGetVersion` before `cuInit`, see [`libs`]; the loaded path
-/// and version are logged once), driver init, at least `ordinal + 1` devices. `Err` carries
-/// the reason in plain words ("no libcuda.so", "libcuda loaded from a stub library ...",
-/// "no CUDA device", ...).
-///
-/// # Examples
-///
-/// Runs with or without a GPU; [`CudaBackend::new`] agrees with it:
-///
-/// ```
-/// use gmprt_offload::cuda::{probe, CudaBackend};
-/// use gmprt_offload::OffloadError;
-///
-/// match probe(0) {
-///     Ok(()) => assert!(CudaBackend::new(0).is_ok()),
-///     // No GPU here (CI): e.g. "no libcuda.so (CUDA driver library not found)".
-///     Err(reason) => {
-///         assert!(!reason.is_empty());
-///         assert_eq!(CudaBackend::new(0).unwrap_err(), OffloadError::NoDevice { reason });
-///     }
-/// }
-/// // No machine has this many devices.
-/// assert!(probe(usize::MAX).is_err());
-/// ```
-pub fn probe(ordinal: usize) -> Result<(), String> {
-    // SAFETY: `is_culib_present` only tries to dlopen the candidate library names and drops
-    // what it opened; no precondition. It must come before any other driver call, because
-    // cudarc panics when a call has to load a library that is not there.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err("no libcuda.so (CUDA driver library not found)".to_string());
-    }
-    driver_library()?;
-    cudarc::driver::result::init().map_err(|e| format!("cuInit failed: {e}"))?;
-    let count =
-        cudarc::driver::result::device::get_count().map_err(|e| format!("cuDeviceGetCount failed: {e}"))?;
-    let count = usize::try_from(count).unwrap_or(0);
-    if count == 0 {
-        return Err("no CUDA device (driver found, 0 devices)".to_string());
-    }
-    if ordinal >= count {
-        return Err(format!("device {ordinal} not present (only {count})"));
-    }
-    Ok(())
-}
-
-/// Loads the driver library (cudarc's `culib()`, through `cuDriverGetVersion`, which needs no
-/// `cuInit`), then checks and logs what was loaded ([`libs`]): a stub or a driver older than
-/// CUDA 13 is `Err` before `cuInit` could fail with a confusing code. Call only after
-/// `is_culib_present` said yes.
-fn driver_library() -> Result<(), String> {
-    let mut v = 0;
-    // SAFETY: the library is present (the caller checked `is_culib_present`), so cudarc's
-    // loader does not panic; the pointer is valid for one write. cuDriverGetVersion may be
-    // called before cuInit.
-    let got = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) }.result();
-    let (major, minor) = libs::split_cuda_version(v);
-    match got {
-        Ok(()) => libs::check_loaded(libs::CudaLib::Driver, major, &format!("{major}.{minor}")).map(|_| ()),
-        Err(e) => {
-            // A stub fails here: say so rather than show its error code alone.
-            let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
-            libs::verify(libs::CudaLib::Driver, &libs::paths_in_maps(&maps, libs::CudaLib::Driver), 0, "?")
-                .err()
-                .filter(|msg| msg.contains("stub"))
-                .map_or_else(|| Err(format!("cuDriverGetVersion failed: {e}")), Err)
-        }
-    }
-}
-
-/// The driver-call error for `op`.
-pub(crate) fn driver_err(op: impl Into<String>, e: DriverError) -> OffloadError {
-    OffloadError::Driver { op: op.into(), msg: e.to_string() }
-}
 
 /// First-use costs of a [`CudaBackend`], paid once per process and device, outside every
 /// timed span: [`CudaBackend::warm_up`] (called by [`Device::warm_up`](crate::Device::warm_up))
@@ -190,12 +120,6 @@ impl std::fmt::Display for FirstUse {
             self.cublas_handles
         )
     }
-}
-
-/// One module compiled for this device, with the functions looked up so far.
-struct Loaded {
-    module: Arc<CudaModule>,
-    functions: HashMap<String, CudaFunction>,
 }
 
 /// The state behind a [`CudaBackend`] (shared by its clones and its slots).
@@ -266,219 +190,6 @@ impl std::fmt::Debug for CudaBackend {
 }
 
 impl CudaBackend {
-    /// Opens device `ordinal` after [`probe`], with the sync mode of `GMPRT_CUDA_SYNC`
-    /// (`Err(Config)` on a bad value, checked first); never panics.
-    ///
-    /// # Examples
-    ///
-    /// Runs with or without a GPU:
-    ///
-    /// ```
-    /// use gmprt_offload::cuda::{probe, CudaBackend, SYNC_ENV};
-    /// use gmprt_offload::OffloadError;
-    ///
-    /// match CudaBackend::new(0) {
-    ///     Ok(gpu) => assert_eq!(gpu.ordinal(), 0),
-    ///     // No GPU here (CI): the reason is probe's.
-    ///     Err(e) => assert_eq!(e, OffloadError::NoDevice { reason: probe(0).unwrap_err() }),
-    /// }
-    /// // A bad GMPRT_CUDA_SYNC is refused before any device is looked at.
-    /// std::env::set_var(SYNC_ENV, "often");
-    /// match CudaBackend::new(0) {
-    ///     Err(OffloadError::Config(m)) => assert!(m.contains("got `often`"), "{m}"),
-    ///     other => panic!("{other:?}"),
-    /// }
-    /// ```
-    pub fn new(ordinal: usize) -> Result<CudaBackend, OffloadError> {
-        CudaBackend::with_sync(ordinal, SyncMode::from_env()?)
-    }
-
-    /// Opens device `ordinal` after [`probe`], its primary context set to `sync` (see
-    /// [`sync`]) before it is retained; never panics.
-    ///
-    /// # Examples
-    ///
-    /// Runs with or without a GPU (without one, the GPU part is skipped):
-    ///
-    /// ```
-    /// use gmprt_offload::cuda::CudaBackend;
-    /// use gmprt_offload::{OffloadError, SyncMode};
-    ///
-    /// match CudaBackend::with_sync(0, SyncMode::Blocking) {
-    ///     Ok(gpu) => {
-    ///         assert_eq!(gpu.sync_mode(), SyncMode::Blocking);
-    ///         assert_eq!(gpu.effective_sync_mode().unwrap(), Some(SyncMode::Blocking));
-    ///     }
-    ///     // No GPU here (CI): nothing opened, the reason in the error.
-    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
-    /// }
-    /// ```
-    pub fn with_sync(ordinal: usize, sync: SyncMode) -> Result<CudaBackend, OffloadError> {
-        probe(ordinal).map_err(|reason| OffloadError::NoDevice { reason })?;
-        let dev_ordinal = i32::try_from(ordinal)
-            .map_err(|_| OffloadError::Config(format!("device ordinal {ordinal} is too large")))?;
-        let dev =
-            cudarc::driver::result::device::get(dev_ordinal).map_err(|e| driver_err("cuDeviceGet", e))?;
-        // SAFETY: the driver is loaded and initialised (probe), `dev` is a valid device; the
-        // flags are scheduling flags only.
-        let preset = unsafe { cudarc::driver::sys::cuDevicePrimaryCtxSetFlags_v2(dev, sync.ctx_flags()) };
-        // Older drivers refuse this while the primary context is active (another backend of
-        // this process, or the runtime API): then `cuCtxSetFlags` below sets it instead.
-        if preset != cudarc::driver::sys::CUresult::CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE {
-            preset.result().map_err(|e| driver_err(format!("cuDevicePrimaryCtxSetFlags({sync})"), e))?;
-        }
-        let ctx = CudaContext::new(ordinal).map_err(|e| driver_err("cuDevicePrimaryCtxRetain", e))?;
-        // `CudaContext::new` made the context current on this thread. Set the flag on the
-        // live context too (CUDA >= 12.1; the driver is >= 13, see `libs`): this covers a
-        // context that was already active with other flags.
-        // SAFETY: this context is current on this thread (bound by `CudaContext::new`).
-        unsafe { cudarc::driver::sys::cuCtxSetFlags(sync.ctx_flags()) }
-            .result()
-            .map_err(|e| driver_err(format!("cuCtxSetFlags({sync})"), e))?;
-        // SAFETY: from here on this backend orders all its work itself (module docs: each
-        // buffer lives on one stream, every run ends with a host wait on its last event, a
-        // failed run synchronises its stream). No stream or buffer exists yet on this
-        // context, so none was created with tracking on; the flag belongs to this
-        // `CudaContext` value only (another `CudaContext::new` gets its own).
-        unsafe { ctx.disable_event_tracking() };
-        let name = ctx.name().map_err(|e| driver_err("cuDeviceGetName", e))?;
-        let cc = ctx.compute_capability().map_err(|e| driver_err("cuDeviceGetAttribute(cc)", e))?;
-        let sms = ctx
-            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_err(|e| driver_err("cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)", e))?;
-        let mut driver = 0;
-        // SAFETY: the driver library is loaded and initialised (probe); the pointer is valid.
-        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) }
-            .result()
-            .map_err(|e| driver_err("cuDriverGetVersion", e))?;
-        Ok(CudaBackend {
-            inner: Arc::new(Inner {
-                ctx,
-                ordinal,
-                name,
-                cc,
-                driver,
-                sms: u32::try_from(sms).unwrap_or(1).max(1),
-                modules: Mutex::new(HashMap::new()),
-                blas: Mutex::new(HashMap::new()),
-                util: Mutex::new(None),
-                sync,
-                first_use: Mutex::new(FirstUse::default()),
-            }),
-        })
-    }
-    /// Device name, e.g. `NVIDIA H200`.
-    ///
-    /// # Examples
-    ///
-    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
-    ///
-    /// ```
-    /// use gmprt_offload::cuda::CudaBackend;
-    /// use gmprt_offload::OffloadError;
-    ///
-    /// match CudaBackend::new(0) {
-    ///     Ok(gpu) => {
-    ///         assert!(!gpu.name().is_empty());
-    ///         assert!(format!("{gpu:?}").contains(gpu.name())); // `Debug` is the device's line
-    ///     }
-    ///     // No GPU here (CI): nothing opened, the reason in the error.
-    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
-    /// }
-    /// ```
-    pub fn name(&self) -> &str {
-        &self.inner.name
-    }
-    /// Compute capability (major, minor).
-    ///
-    /// # Examples
-    ///
-    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
-    ///
-    /// ```
-    /// use gmprt_offload::cuda::CudaBackend;
-    /// use gmprt_offload::OffloadError;
-    ///
-    /// match CudaBackend::new(0) {
-    ///     Ok(gpu) => {
-    ///         let (major, minor) = gpu.compute_capability();
-    ///         assert!(major >= 5 && minor >= 0);
-    ///         let sm = format!("sm_{major}{minor}");
-    ///         assert!(format!("{gpu:?}").contains(&sm));
-    ///     }
-    ///     // No GPU here (CI): nothing opened, the reason in the error.
-    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
-    /// }
-    /// ```
-    pub fn compute_capability(&self) -> (i32, i32) {
-        self.inner.cc
-    }
-    /// Driver version as reported by `cuDriverGetVersion` (e.g. 13000).
-    ///
-    /// # Examples
-    ///
-    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
-    ///
-    /// ```
-    /// use gmprt_offload::cuda::CudaBackend;
-    /// use gmprt_offload::OffloadError;
-    ///
-    /// match CudaBackend::new(0) {
-    ///     // A driver older than CUDA 13 is refused when the backend is opened.
-    ///     Ok(gpu) => assert!(gpu.driver_version() >= 13000),
-    ///     // No GPU here (CI): nothing opened, the reason in the error.
-    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
-    /// }
-    /// ```
-    pub fn driver_version(&self) -> i32 {
-        self.inner.driver
-    }
-    /// The sync mode asked for at creation (`GMPRT_CUDA_SYNC`).
-    ///
-    /// # Examples
-    ///
-    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
-    ///
-    /// ```
-    /// use gmprt_offload::cuda::CudaBackend;
-    /// use gmprt_offload::{OffloadError, SyncMode};
-    ///
-    /// match CudaBackend::new(0) {
-    ///     Ok(gpu) => assert_eq!(gpu.sync_mode(), SyncMode::from_env().unwrap()),
-    ///     // No GPU here (CI): nothing opened, the reason in the error.
-    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
-    /// }
-    /// ```
-    pub fn sync_mode(&self) -> SyncMode {
-        self.inner.sync
-    }
-    /// The sync mode the context runs with now (`cuCtxGetFlags`).
-    ///
-    /// # Examples
-    ///
-    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
-    ///
-    /// ```
-    /// use gmprt_offload::cuda::CudaBackend;
-    /// use gmprt_offload::OffloadError;
-    ///
-    /// match CudaBackend::new(0) {
-    ///     // Set at creation: the context runs with the mode asked for.
-    ///     Ok(gpu) => assert_eq!(gpu.effective_sync_mode().unwrap(), Some(gpu.sync_mode())),
-    ///     // No GPU here (CI): nothing opened, the reason in the error.
-    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
-    /// }
-    /// ```
-    pub fn effective_sync_mode(&self) -> Result<Option<SyncMode>, OffloadError> {
-        self.inner.ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
-        let mut flags = 0;
-        // SAFETY: this backend's context is current on this thread (bound above); the
-        // pointer is valid for one write.
-        unsafe { cudarc::driver::sys::cuCtxGetFlags(&mut flags) }
-            .result()
-            .map_err(|e| driver_err("cuCtxGetFlags", e))?;
-        Ok(SyncMode::from_ctx_flags(flags))
-    }
     /// First-use costs paid so far (see [`FirstUse`]).
     ///
     /// # Examples
@@ -504,6 +215,7 @@ impl CudaBackend {
     pub fn first_use(&self) -> FirstUse {
         *self.inner.first_use.lock()
     }
+
     /// Pays every first-use cost now, outside any timed span: compiles and loads every
     /// embedded module (`gmprt_kernels::cuda::ALL`) and looks up each of its functions, then
     /// creates the cuBLAS handle of the utility stream (the one-shot operations' stream) when
@@ -538,193 +250,6 @@ impl CudaBackend {
             self.ensure_blas(&util)?;
         }
         Ok(self.first_use())
-    }
-    /// Compiles and loads every embedded module and looks up its functions (see
-    /// [`CudaBackend::warm_up`]).
-    pub(crate) fn warm_modules(&self) -> Result<(), OffloadError> {
-        for src in gmprt_kernels::cuda::ALL {
-            for f in src.functions {
-                self.function(src, f)?;
-            }
-        }
-        Ok(())
-    }
-    /// The utility stream, created on first use.
-    pub(crate) fn util_stream(&self) -> Result<Arc<CudaStream>, OffloadError> {
-        let mut util = self.inner.util.lock();
-        if let Some(s) = util.as_ref() {
-            return Ok(s.clone());
-        }
-        self.inner.ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
-        let s = self.inner.ctx.new_stream().map_err(|e| driver_err("cuStreamCreate", e))?;
-        *util = Some(s.clone());
-        Ok(s)
-    }
-    /// Creates `stream`'s cuBLAS handle if it has none (timed into [`FirstUse`]). Call
-    /// before recording any event of a timed run.
-    pub(crate) fn ensure_blas(&self, stream: &Arc<CudaStream>) -> Result<(), OffloadError> {
-        launch::cublas_available()?;
-        let key = stream.cu_stream() as usize;
-        let mut handles = self.inner.blas.lock();
-        if let Entry::Vacant(v) = handles.entry(key) {
-            self.inner.ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
-            let t = Instant::now();
-            let blas = CudaBlas::new(stream.clone())
-                .map_err(|e| OffloadError::Driver { op: "cublasCreate".into(), msg: e.to_string() })?;
-            let took = t.elapsed();
-            v.insert(blas);
-            let mut fu = self.inner.first_use.lock();
-            fu.cublas_handle += took;
-            fu.cublas_handles += 1;
-        }
-        Ok(())
-    }
-    /// Device ordinal.
-    ///
-    /// # Examples
-    ///
-    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
-    ///
-    /// ```
-    /// use gmprt_offload::cuda::CudaBackend;
-    /// use gmprt_offload::OffloadError;
-    ///
-    /// match CudaBackend::new(0) {
-    ///     Ok(gpu) => {
-    ///         assert_eq!(gpu.ordinal(), 0);
-    ///         assert!(format!("{gpu:?}").starts_with("cuda:0 "));
-    ///     }
-    ///     // No GPU here (CI): nothing opened, the reason in the error.
-    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
-    /// }
-    /// ```
-    pub fn ordinal(&self) -> usize {
-        self.inner.ordinal
-    }
-    /// Number of streaming multiprocessors.
-    ///
-    /// # Examples
-    ///
-    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
-    ///
-    /// ```
-    /// use gmprt_offload::cuda::CudaBackend;
-    /// use gmprt_offload::OffloadError;
-    ///
-    /// match CudaBackend::new(0) {
-    ///     // The grid cap of every launch scales with it.
-    ///     Ok(gpu) => assert!(gpu.sm_count() >= 1),
-    ///     // No GPU here (CI): nothing opened, the reason in the error.
-    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
-    /// }
-    /// ```
-    pub fn sm_count(&self) -> u32 {
-        self.inner.sms
-    }
-    /// The context (event tracking disabled: whoever allocates on it must follow the
-    /// ordering rules in the module docs).
-    ///
-    /// # Examples
-    ///
-    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped):
-    ///
-    /// ```
-    /// use gmprt_offload::cuda::CudaBackend;
-    /// use gmprt_offload::OffloadError;
-    ///
-    /// match CudaBackend::new(0) {
-    ///     Ok(gpu) => {
-    ///         // One context per backend, shared by its clones.
-    ///         assert!(std::sync::Arc::ptr_eq(gpu.context(), gpu.clone().context()));
-    ///         assert_eq!(gpu.context().ordinal(), gpu.ordinal());
-    ///     }
-    ///     // No GPU here (CI): nothing opened, the reason in the error.
-    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
-    /// }
-    /// ```
-    pub fn context(&self) -> &Arc<CudaContext> {
-        &self.inner.ctx
-    }
-    /// `function` of `src`, compiling the module with NVRTC for this device's architecture
-    /// on first use (cached).
-    ///
-    /// # Examples
-    ///
-    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped); with a GPU, compiling needs NVRTC:
-    ///
-    /// ```
-    /// use gmprt_offload::cuda::{nvrtc, CudaBackend};
-    /// use gmprt_offload::kernels::cuda::{FN_SAXPY, SAXPY};
-    /// use gmprt_offload::OffloadError;
-    ///
-    /// match CudaBackend::new(0) {
-    ///     Ok(gpu) => match gpu.function(&SAXPY, FN_SAXPY) {
-    ///         Ok(_) => {
-    ///             assert_eq!(gpu.first_use().modules, 1);
-    ///             gpu.function(&SAXPY, FN_SAXPY).unwrap(); // cached: not compiled again
-    ///             assert_eq!(gpu.first_use().modules, 1);
-    ///             let err = gpu.function(&SAXPY, "no_such_kernel").unwrap_err();
-    ///             assert!(err.to_string().contains("cuModuleGetFunction no_such_kernel (module saxpy)"), "{err}");
-    ///         }
-    ///         Err(e) => assert!(nvrtc::available().is_err(), "{e}"),
-    ///     },
-    ///     // No GPU here (CI): nothing opened, the reason in the error.
-    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
-    /// }
-    /// ```
-    pub fn function(&self, src: &CudaSource, function: &str) -> Result<CudaFunction, OffloadError> {
-        // One lock for lookup and compile: a source is compiled once even when two slots ask
-        // for it at the same time. Compiles happen once per source per device, so holding the
-        // lock through one (~0.1 s) costs nothing after warm-up; the hot path is one lookup.
-        let mut modules = self.inner.modules.lock();
-        if let Some(f) = modules.get(src.name).and_then(|m| m.functions.get(function)) {
-            return Ok(f.clone());
-        }
-        let loaded = match modules.entry(src.name) {
-            Entry::Occupied(o) => o.into_mut(),
-            Entry::Vacant(v) => {
-                let t = Instant::now();
-                let ptx = nvrtc::compile(src, self.inner.cc)?;
-                let compiled = Instant::now();
-                let module = self.inner.ctx.load_module(ptx).map_err(|e| OffloadError::Driver {
-                    op: format!("load module {}", src.name),
-                    msg: load_hint(e),
-                })?;
-                let mut fu = self.inner.first_use.lock();
-                fu.nvrtc_compile += compiled - t;
-                fu.module_load += compiled.elapsed();
-                fu.modules += 1;
-                v.insert(Loaded { module, functions: HashMap::new() })
-            }
-        };
-        if function.contains('\0') {
-            return Err(OffloadError::Driver {
-                op: format!("cuModuleGetFunction {function:?}"),
-                msg: "name contains a NUL byte".into(),
-            });
-        }
-        let t = Instant::now();
-        let f = loaded.module.load_function(function).map_err(|e| OffloadError::Driver {
-            op: format!("cuModuleGetFunction {function} (module {})", src.name),
-            msg: e.to_string(),
-        })?;
-        // With lazy loading (CUDA_MODULE_LOADING=LAZY, the default) a function's code is
-        // loaded here: part of the module's first-use cost.
-        self.inner.first_use.lock().module_load += t.elapsed();
-        loaded.functions.insert(function.to_string(), f.clone());
-        Ok(f)
-    }
-}
-
-/// A module-load error, with the usual cause spelled out when it is a PTX version mismatch.
-fn load_hint(e: DriverError) -> String {
-    use cudarc::driver::sys::CUresult;
-    match e.0 {
-        CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION => format!(
-            "{e} (the NVRTC library is newer than the driver: use an NVRTC no newer than the \
-             driver's CUDA version)"
-        ),
-        _ => e.to_string(),
     }
 }
 
