@@ -175,6 +175,7 @@ impl CudaBackend {
                 sms: u32::try_from(sms).unwrap_or(1).max(1),
                 modules: Mutex::new(HashMap::new()),
                 blas: Mutex::new(HashMap::new()),
+                gemm_warm: Mutex::new(std::collections::HashSet::new()),
                 util: Mutex::new(None),
                 sync,
                 first_use: Mutex::new(FirstUse::default()),

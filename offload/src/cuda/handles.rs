@@ -28,7 +28,7 @@ impl CudaBackend {
             let blas = CudaBlas::new(stream.clone())
                 .map_err(|e| OffloadError::Driver { op: "cublasCreate".into(), msg: e.to_string() })?;
             let took = t.elapsed();
-            v.insert(blas);
+            v.insert(Arc::new(Mutex::new(blas)));
             let mut fu = self.inner.first_use.lock();
             fu.cublas_handle += took;
             fu.cublas_handles += 1;

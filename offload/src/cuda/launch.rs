@@ -417,13 +417,15 @@ pub(crate) fn gemm_f32(
     // warmed (its creation is then counted in `FirstUse` and lands in the caller's span).
     backend.ensure_blas(stream)?;
     let key = stream.cu_stream() as usize;
-    let mut handles = backend.inner.blas.lock();
-    let Some(blas) = handles.get_mut(&key) else {
+    // The map's lock only to find the handle: held across the call it serialised the GEMMs
+    // of every slot (issue 27).
+    let Some(handle) = backend.inner.blas.lock().get(&key).cloned() else {
         return Err(OffloadError::Driver {
             op: "cublasSgemmStridedBatched".into(),
             msg: "the stream's cuBLAS handle was dropped while in use".into(),
         });
     };
+    let blas = handle.lock();
     // SAFETY: cfg describes exactly the views: first operand Bᵀ is `count` blocks of k·n
     // floats (b, length count·k·n), second Aᵀ `count` blocks of m·k (a), result `count`
     // blocks of m·n (c), with leading dimensions within each block as derived above; the

@@ -135,7 +135,13 @@ pub(crate) struct Inner {
     /// Module per source name, compiled and loaded on first use.
     modules: Mutex<HashMap<&'static str, Loaded>>,
     /// cuBLAS handle per stream (keyed by the `CUstream` address), created on first use.
-    pub(crate) blas: Mutex<HashMap<usize, CudaBlas>>,
+    /// The map's lock is held only to find or insert a handle; a GEMM holds its own handle's
+    /// lock (uncontended: one stream is used by one thread at a time), so GEMMs on different
+    /// slots never wait for each other here.
+    pub(crate) blas: Mutex<HashMap<usize, Arc<Mutex<CudaBlas>>>>,
+    /// GEMM shapes already run once on a stream (stream key, m, n, k): the one-shot `sgemm`
+    /// runs each new shape once untimed first (`ops.rs`).
+    pub(crate) gemm_warm: Mutex<std::collections::HashSet<(usize, usize, usize, usize)>>,
     /// Stream of the one-shot operations (`sgemm`, `pi_hits`, ...), created on first use;
     /// the lock serialises those operations so that their event timings do not interleave.
     pub(crate) util: Mutex<Option<Arc<CudaStream>>>,
