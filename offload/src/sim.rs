@@ -63,14 +63,16 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How many [`Pacing`]s a [`SimBackend`] keeps (older ones are dropped), as many as a
-/// Batcher keeps timelines.
+/// How many [`Pacing`]s a [`SimBackend`] keeps (older ones are dropped): as many as a Batcher
+/// keeps timelines (`timeline::TIMELINE_CAPACITY`), so the two windows pair run for batch.
+/// Written out rather than taken from the timeline module, which would close the module
+/// circle `device → sim → timeline → device` (issue 27); the doctest keeps them equal.
 ///
 /// ```
 /// use gmprt_offload::sim::PACING_CAPACITY;
 /// assert_eq!(PACING_CAPACITY, gmprt_offload::timeline::TIMELINE_CAPACITY);
 /// ```
-pub const PACING_CAPACITY: usize = crate::timeline::TIMELINE_CAPACITY;
+pub const PACING_CAPACITY: usize = 4096;
 
 /// One [`Slot::run`] on a simulated slot: what each phase was paced to, and what it took
 /// (see "Pacing record" in the module docs).
