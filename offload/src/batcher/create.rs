@@ -159,7 +159,13 @@ impl<K: BatchKernel> Batcher<K> {
                     .into_iter()
                     .zip(spares)
                     .enumerate()
-                    .map(|(index, (slot, spare))| worker::Kit { index, slot, spare, cpu: Default::default() })
+                    .map(|(index, (slot, spare))| worker::Kit {
+                        index,
+                        slot,
+                        spare,
+                        cpu: Default::default(),
+                        inline_trace: None,
+                    })
                     .collect(),
             ),
             quiescence_tried: std::sync::atomic::AtomicBool::new(false),

@@ -130,12 +130,22 @@ impl SlotTrace {
     }
 
     /// The lane of a batch run inline on an M (`worker::close_inline`): the P it runs on. Its
-    /// span starts where the batch closed — that lane holds the submitters' polls before it —
-    /// and its model twin goes on the kit's model lane, as on a worker.
+    /// span starts where the batch closed — that lane holds the submitters' polls before it.
+    /// One per kit, kept across its inline runs (`Kit::inline_trace`): its model lane,
+    /// `slot <index> (<kernel>) inline model`, is apart from the workers' model lanes, and its
+    /// `prev_model_end` carries over, so the kit's twins never overlap one another there.
     pub(super) fn inline(rec: &Recorder, index: usize, kernel: &str) -> SlotTrace {
         let mut t = SlotTrace::new(rec, index, kernel);
+        t.model_lane.0 = format!("slot {index} ({kernel}) inline model");
         t.prev_end = u64::MAX;
         t
+    }
+
+    /// Before an inline run: the batch lane is the lane of the P this thread holds now, and
+    /// the span starts where the batch closes (that lane holds the submitters' polls before).
+    pub(super) fn move_here(&mut self) {
+        self.lane = self.rec.here();
+        self.prev_end = u64::MAX;
     }
 
     /// Records one batch whose wakers were all called by `woken`.

@@ -50,6 +50,8 @@ pub(super) struct Kit<K: BatchKernel> {
     pub(super) spare: Vec<K::Item>,
     /// Host buffers of CPU-placed batches run where the kit runs (allocated at the first one).
     pub(super) cpu: run::CpuBuffers,
+    /// Its trace lanes for inline runs (tracing only; made at the first one).
+    pub(super) inline_trace: Option<trace::SlotTrace>,
 }
 
 impl<K: BatchKernel> Shared<K> {
@@ -177,9 +179,16 @@ impl<K: BatchKernel> Shared<K> {
         // clone in a woken task's waker) must not wait for the workers, which wait for this
         // kit ("Shutdown waits for the workers" in the module docs).
         let was = ON_SLOT_WORKER.with(|w| w.replace(true));
-        let mut lanes =
-            self.trace.as_ref().map(|r| trace::SlotTrace::inline(r, kit.index, self.kernel.name()));
+        let mut lanes = self.trace.as_ref().map(|r| {
+            let mut t = kit
+                .inline_trace
+                .take()
+                .unwrap_or_else(|| trace::SlotTrace::inline(r, kit.index, self.kernel.name()));
+            t.move_here();
+            t
+        });
         self.run_kit(&mut kit, taken, &mut wake, lanes.as_mut());
+        kit.inline_trace = lanes;
         ON_SLOT_WORKER.with(|w| w.set(was));
         self.give_back(kit, true);
         true
