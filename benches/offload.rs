@@ -15,7 +15,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use gmprt::kernels::black_scholes::{stage_words, synthetic_chain, Contract, IN_WORDS, OUT_WORDS};
 use gmprt::offload::jobs::{BlackScholes, Saxpy};
 use gmprt::offload::{BatchKernel, Job};
-use gmprt::offload::{Batcher, BatcherConfig, Device, DeviceKind};
+use gmprt::offload::{Batcher, BatcherConfig, BatcherStats, Device, DeviceKind};
 use std::time::{Duration, Instant};
 
 mod common;
@@ -286,6 +286,25 @@ fn quantiles(ns: &mut [u64]) -> [f64; 3] {
     [at(0.50), at(0.99), at(0.999)]
 }
 
+/// `latency p50/p99/p99.9 gmprt …, tokio …` for the two sides' latencies (ns), in µs.
+fn latencies(gmprt: &mut [u64], tokio: &mut [u64]) -> String {
+    let (g, t) = (quantiles(gmprt), quantiles(tokio));
+    format!(
+        "latency p50/p99/p99.9 gmprt {:.1}/{:.1}/{:.1} µs, tokio {:.1}/{:.1}/{:.1} µs",
+        g[0], g[1], g[2], t[0], t[1], t[2]
+    )
+}
+
+/// `closed by: …` — the Batcher's batches closed between two snapshots of its stats, by reason.
+fn closes(before: &BatcherStats, after: &BatcherStats) -> String {
+    format!(
+        "closed by: {} quiescent, {} deadline, {} full",
+        after.closed_quiescent - before.closed_quiescent,
+        after.closed_deadline - before.closed_deadline,
+        after.closed_full - before.closed_full,
+    )
+}
+
 /// `offload_submitters`: long-lived tasks each submitting SAXPY items one after another —
 /// 1,000 × 1,000, 100 × 100 and 10,000 × 100 (9,000 wait for room) — the Batcher (Host
 /// device) against the tokio peer, `max_batch` 1024, the Batcher's `max_delay` 200 µs (the
@@ -325,20 +344,11 @@ fn submitters(c: &mut Criterion) {
         let mut gl = submitters_gmprt(&grt, &b, tasks, per_task, true).latencies;
         let after = b.stats();
         let mut tl = submitters_tokio(&trt, &peer, tasks, per_task, true).latencies;
-        let (gq, tq) = (quantiles(&mut gl), quantiles(&mut tl));
         println!(
-            "offload_submitters/{id}: latency p50/p99/p99.9 gmprt {:.1}/{:.1}/{:.1} µs, tokio {:.1}/{:.1}/{:.1} µs; \
-             gmprt {:.0} items per launch, closed by: {} quiescent, {} deadline, {} full",
-            gq[0],
-            gq[1],
-            gq[2],
-            tq[0],
-            tq[1],
-            tq[2],
+            "offload_submitters/{id}: {}; gmprt {:.0} items per launch, {}",
+            latencies(&mut gl, &mut tl),
             (after.items - before.items) as f64 / (after.launches - before.launches).max(1) as f64,
-            after.closed_quiescent - before.closed_quiescent,
-            after.closed_deadline - before.closed_deadline,
-            after.closed_full - before.closed_full,
+            closes(&before, &after),
         );
     }
     g.finish();
@@ -373,23 +383,14 @@ fn ten_submitters(
         .iter()
         .map(|t| (t.staging + t.h2d + t.kernel + t.d2h + t.scatter).as_nanos() as u64)
         .collect();
-    let (gq, tq) = (quantiles(&mut gl), quantiles(&mut tl));
     let wq = if work.is_empty() { [0.0; 3] } else { quantiles(&mut work) };
     println!(
-        "offload_submitters/10x1/procs={procs}: {ROUNDS} rounds, latency p50/p99/p99.9 gmprt {:.1}/{:.1}/{:.1} µs, \
-         tokio {:.1}/{:.1}/{:.1} µs; gmprt batch work p50/p99 {:.1}/{:.1} µs; closed by: {} quiescent, {} deadline, {} full; \
+        "offload_submitters/10x1/procs={procs}: {ROUNDS} rounds, {}; gmprt batch work p50/p99 {:.1}/{:.1} µs; {}; \
          gmprt runtime per round: {:.2} M parks, {:.2} runnext back-offs",
-        gq[0],
-        gq[1],
-        gq[2],
-        tq[0],
-        tq[1],
-        tq[2],
+        latencies(&mut gl, &mut tl),
         wq[0],
         wq[1],
-        after.closed_quiescent - before.closed_quiescent,
-        after.closed_deadline - before.closed_deadline,
-        after.closed_full - before.closed_full,
+        closes(&before, &after),
         (rs.parks - rs0.parks) as f64 / ROUNDS as f64,
         (rs.runnext_backoffs - rs0.runnext_backoffs) as f64 / ROUNDS as f64,
     );

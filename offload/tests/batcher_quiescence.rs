@@ -24,16 +24,23 @@ fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static
         .unwrap_or_else(|_| panic!("{what}: still waiting after {HANG:?} (max_delay is {DELAY:?})"))
 }
 
-fn batcher(rt: &Runtime, max_batch: usize) -> Batcher<Saxpy> {
-    let cfg =
-        BatcherConfig { max_batch, max_delay: DELAY, runtime: Some(rt.handle()), ..BatcherConfig::default() };
+fn batcher(rt: &Runtime, max_batch: usize, max_delay: Duration) -> Batcher<Saxpy> {
+    let cfg = BatcherConfig { max_batch, max_delay, runtime: Some(rt.handle()), ..BatcherConfig::default() };
     Batcher::new(Saxpy { a: 2.0 }, &Device::host(), cfg).expect("batcher")
+}
+
+/// `b` ran one batch, closed at its deadline: its item waited at least `delay` (a lower bound
+/// the close itself guarantees, however loaded the machine).
+fn assert_one_deadline_close(b: &Batcher<Saxpy>, delay: Duration) {
+    let tl = b.timelines();
+    assert_eq!((tl.len(), tl[0].closed_by), (1, CloseReason::Deadline), "{tl:?}");
+    assert!(tl[0].queue_wait >= delay, "queue_wait {:?} < max_delay {delay:?}", tl[0].queue_wait);
 }
 
 /// `tasks` tasks submit `per_task` items each, one after another; returns every result.
 fn submitters(procs: usize, tasks: usize, per_task: usize, max_batch: usize) -> (Vec<f32>, Batcher<Saxpy>) {
     let rt = Runtime::builder().procs(procs).build().expect("runtime");
-    let b = batcher(&rt, max_batch);
+    let b = batcher(&rt, max_batch, DELAY);
     let b2 = b.clone();
     let outs = rt.block_on(async move {
         let hs: Vec<_> = (0..tasks)
@@ -101,13 +108,7 @@ fn long_lived_submitters_never_wait_for_the_deadline() {
 fn a_plain_threads_submit_waits_for_max_delay() {
     let rt = Runtime::builder().procs(1).build().expect("runtime");
     let delay = Duration::from_millis(20);
-    let cfg = BatcherConfig {
-        max_batch: 1000,
-        max_delay: delay,
-        runtime: Some(rt.handle()),
-        ..BatcherConfig::default()
-    };
-    let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), cfg).expect("batcher");
+    let b = batcher(&rt, 1000, delay);
     let (hold_tx, hold_rx) = mpsc::channel::<()>();
     let (held_tx, held_rx) = mpsc::channel::<()>();
     let holder = rt.spawn(async move {
@@ -119,9 +120,7 @@ fn a_plain_threads_submit_waits_for_max_delay() {
     assert_eq!(Runtime::builder().procs(1).build().unwrap().block_on(f), Ok(7.0));
     hold_tx.send(()).unwrap();
     rt.block_on(holder).expect("holder");
-    let tl = b.timelines();
-    assert_eq!((tl.len(), tl[0].closed_by), (1, CloseReason::Deadline));
-    assert!(tl[0].queue_wait >= delay, "queue_wait {:?} < max_delay {delay:?}", tl[0].queue_wait);
+    assert_one_deadline_close(&b, delay);
 }
 
 /// The hook is gone with the Batcher: a runtime that outlives it never calls into it, and a
@@ -129,7 +128,7 @@ fn a_plain_threads_submit_waits_for_max_delay() {
 #[test]
 fn shutdown_unregisters_and_loses_nothing() {
     let rt = Runtime::builder().procs(2).build().expect("runtime");
-    let b = batcher(&rt, 1000);
+    let b = batcher(&rt, 1000, DELAY);
     let f = b.submit((1.0, 1.0)); // from this thread: only shutdown or the deadline closes it
     b.shutdown();
     assert_eq!(rt.block_on(f), Ok(3.0));
@@ -150,13 +149,7 @@ fn a_busy_runtime_closes_at_the_deadline() {
     use std::sync::Arc;
     let rt = Runtime::builder().procs(2).build().expect("runtime");
     let delay = Duration::from_millis(20);
-    let cfg = BatcherConfig {
-        max_batch: 1000,
-        max_delay: delay,
-        runtime: Some(rt.handle()),
-        ..BatcherConfig::default()
-    };
-    let b = Batcher::new(Saxpy { a: 2.0 }, &Device::host(), cfg).expect("batcher");
+    let b = batcher(&rt, 1000, delay);
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = stop.clone();
     let busy = rt.spawn(async move {
@@ -170,8 +163,6 @@ fn a_busy_runtime_closes_at_the_deadline() {
     });
     stop.store(true, SeqCst);
     assert_eq!(y, Ok(9.0));
-    let tl = b.timelines();
-    assert_eq!((tl.len(), tl[0].closed_by), (1, CloseReason::Deadline), "{tl:?}");
-    assert!(tl[0].queue_wait >= delay, "queue_wait {:?} < max_delay {delay:?}", tl[0].queue_wait);
+    assert_one_deadline_close(&b, delay);
     drop(busy);
 }

@@ -163,16 +163,16 @@ impl<K: BatchKernel> Shared<K> {
             let c = self.central.lock();
             let w = self.stage.word();
             // Closed: shutdown's workers take it. Not stamped: its opener is still in `enter`.
-            if w.open() == 0 || w.closed() || c.opened.is_none() {
+            let Some(opened) = c.opened.filter(|_| w.open() > 0 && !w.closed()) else {
                 return false;
-            }
+            };
             let Some(kit) = self.kits.lock().pop() else {
                 // Every kit runs a batch: the first worker back takes this one (`quiet`).
                 self.quiet.store(true, Ordering::Release);
                 self.work.notify_one();
                 return false;
             };
-            self.close(c, kit, Instant::now(), CloseReason::Quiescent, &mut wake)
+            self.close(c, kit, opened, Instant::now(), CloseReason::Quiescent, &mut wake)
         };
         gmprt_runtime::injectglist(wake.drain(..));
         // As on a worker thread: a shutdown from inside this run (an item's drop, the last
@@ -305,7 +305,7 @@ impl<K: BatchKernel> Shared<K> {
                 self.work.wait(&mut c);
                 continue;
             };
-            return Some(self.close(c, kit, now, reason, wake));
+            return Some(self.close(c, kit, opened, now, reason, wake));
         }
     }
 
@@ -317,12 +317,12 @@ impl<K: BatchKernel> Shared<K> {
         &self,
         mut c: MutexGuard<'_, Central>,
         mut kit: Kit<K>,
+        opened: Instant,
         now: Instant,
         reason: CloseReason,
         wake: &mut Vec<Waker>,
     ) -> (Taken<K::Output>, Kit<K>) {
         debug_assert!(kit.spare.is_empty());
-        let opened = c.opened.unwrap_or(now);
         let mut blocks = Vec::new();
         let moved = self.stage.take(&mut kit.spare, &mut blocks);
         debug_assert!(moved > 0, "open > 0 under central, and only closes take (under central)");

@@ -168,6 +168,17 @@ impl Shared {
         Some(p)
     }
 
+    /// `pidleget`, unless the runtime is shutting down (then no P leaves the idle list: shutdown
+    /// sets its flag before it collects the idle Ps, so a P taken under `sched` after that check
+    /// could escape the drain). Must hold `sched`.
+    pub(crate) fn pidleget_unless_shutdown(&self, s: &mut MutexGuard<'_, Sched>) -> Option<Box<Processor>> {
+        if self.is_shutdown() {
+            None
+        } else {
+            self.pidleget(s)
+        }
+    }
+
     /// Go's `wakep`: after making stealable work, start a spinning M if there is an idle P and
     /// no spinner. Any thread may call it. See the module doc, steps 1 and 4.
     pub(crate) fn wakep(&self, from: WakeFrom) {
@@ -184,7 +195,7 @@ impl Shared {
             // Shutdown is checked under the lock, and the P goes to an M before we unlock
             // (`startm`): shutdown sets its flag before it joins the Ms and collects the idle
             // Ps, so no P is ever held outside both where its queue would escape the drain.
-            let p = if self.is_shutdown() { None } else { self.pidleget(&mut s) };
+            let p = self.pidleget_unless_shutdown(&mut s);
             match p {
                 Some(p) => return self.startm(s, p, true, from),
                 None => {

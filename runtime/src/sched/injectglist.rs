@@ -56,7 +56,7 @@ impl Shared {
             }
             let mut s = self.sched.lock();
             // Under `sched`, as in `wakep`: no P leaves the idle list after shutdown.
-            let p = if self.is_shutdown() { None } else { self.pidleget(&mut s) };
+            let p = self.pidleget_unless_shutdown(&mut s);
             match p {
                 Some(p) => self.startm(s, p, false, super::idle::WakeFrom::Inject),
                 None => return,

@@ -205,14 +205,7 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
         // Quiescent (every P idle, no spinner, nothing queued) with a hook pending: take a P
         // back and run it there, then look again for the tasks it made runnable (quiesce.rs).
         if let Some(hook) = shared.quiescent_hook() {
-            let p = {
-                let mut s = shared.sched.lock();
-                if shared.is_shutdown() {
-                    None
-                } else {
-                    shared.pidleget(&mut s)
-                }
-            };
+            let p = shared.pidleget_unless_shutdown(&mut shared.sched.lock());
             if let Some(p) = p {
                 cx.set_p(Some(p));
                 shared.external_stats.quiescent_runs.bump_shared();
@@ -232,14 +225,7 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
             let ws = shared.netpoll_blocked(next_timer);
             // Go's order: a P first, then the woken tasks onto it; without one (every P busy,
             // or shutdown), the global queue, where the busy Ps find them.
-            let p = {
-                let mut s = shared.sched.lock();
-                if shared.is_shutdown() {
-                    None
-                } else {
-                    shared.pidleget(&mut s)
-                }
-            };
+            let p = shared.pidleget_unless_shutdown(&mut shared.sched.lock());
             if let Some(p) = p {
                 cx.set_p(Some(p));
                 if ws.is_empty() {
