@@ -16,7 +16,7 @@
 //! `million_tasks mode=spawn tasks=1000000 procs=2 elapsed_ms=… ns_per_task=… peak_rss_mib=… bytes_per_task=…`
 //!
 //! Go's comparison point: a blocked goroutine costs ~2.7 KB (a 2 KB stack plus the `g` and a
-//! `sudog`); a gmprt task costs its future plus a 96-byte header, because it has no stack.
+//! `sudog`); a gmprt task costs its future plus a 72-byte header, because it has no stack.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -341,7 +341,7 @@ mod tests {
         let a: Args = try_parse_from([NAME, "--tasks", "1e19"]).unwrap();
         assert_too_big(check_tasks("--tasks", a.tasks), "--tasks 10000000000000000000");
         let msg = check_tasks("--tasks", a.tasks).unwrap_err().to_string();
-        // The header's size comes from the type (96 bytes on 64-bit targets), not a constant.
+        // The header's size comes from the type (72 bytes on 64-bit targets), not a constant.
         let each = gmprt::runtime::TASK_HEADER_BYTES;
         assert!(msg.contains(&format!("× {each} bytes (a task's header alone)")), "{msg}");
         assert!(

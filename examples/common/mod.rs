@@ -159,7 +159,7 @@ pub fn name_the_flags(mut e: clap::Error, cmd: &mut Command) -> clap::Error {
 }
 
 /// The least memory one task can take on either runtime: each allocates a task as one block
-/// that starts with a header — gmprt's is `TASK_HEADER_BYTES` (derived from the type: 96 on
+/// that starts with a header — gmprt's is `TASK_HEADER_BYTES` (derived from the type: 72 on
 /// x86-64), tokio's cell is aligned to 128 bytes there — before the future is counted. A
 /// floor for [`check_tasks`], not an estimate.
 pub const MIN_TASK_BYTES: usize = gmprt::runtime::TASK_HEADER_BYTES;

@@ -109,7 +109,7 @@ impl WaitReason {
             wait::ONCE => WaitReason::Once,
             wait::JOIN => WaitReason::Join { task: TaskId(id) },
             wait::TIMER => WaitReason::Timer {
-                due_in: (aux != u64::MAX).then(|| Duration::from_nanos(aux.saturating_sub(now_ns))),
+                due_in: (aux != wait::AUX_MAX).then(|| Duration::from_nanos(aux.saturating_sub(now_ns))),
             },
             wait::EXTERNAL => WaitReason::External { what: external_name(id), id: aux },
             wait::NET => WaitReason::Net { fd: id, write: aux == 1 },
@@ -293,8 +293,8 @@ impl crate::sched::Shared {
                 TaskState::Parked
             };
             tasks.push(TaskInfo {
-                id: Some(h.id),
-                site: h.spawned_at.to_string(),
+                id: Some(h.id()),
+                site: crate::task::site::describe(h.site()),
                 state,
                 wait: WaitReason::decode(&h.wait, now),
             });

@@ -148,14 +148,20 @@ pub(crate) struct PShared {
     pub(crate) syscall_slot: Mutex<Option<Box<Processor>>>,
     /// When the current blocking call started (runtime nanoseconds).
     pub(crate) syscall_when: AtomicU64,
-    /// Id of the task being polled (0: none), for sysmon's long-poll report.
+    /// The `Header::ident` (id and spawn site) of the task being polled (0: none), for
+    /// sysmon's long-poll report and `trace::current_task`; decode with [`PShared::current`].
     pub(crate) curtask: AtomicU64,
-    /// That task's spawn site (null: none), for the same report. Always null or a
-    /// `&'static Location`, so a read racing the next poll's store is still a valid site.
-    pub(crate) cursite: std::sync::atomic::AtomicPtr<std::panic::Location<'static>>,
 }
 
 impl PShared {
+    /// The id and spawn-site index of the task this P is polling, if any. Any thread (racy by
+    /// nature: a reader may see the previous or the next poll's task).
+    pub(crate) fn current(&self) -> Option<(crate::task::TaskId, u16)> {
+        use crate::task::core::ID_BITS;
+        let ident = self.curtask.load(Relaxed);
+        (ident != 0).then_some((crate::task::TaskId(ident & ((1 << ID_BITS) - 1)), (ident >> ID_BITS) as u16))
+    }
+
     /// Tasks waiting on this P (queue + runnext), for stats and schedtrace. Racy by nature.
     pub(crate) fn queued(&self) -> usize {
         self.stealer.len() + usize::from(!self.runnext.load(Relaxed).is_null())
@@ -222,7 +228,6 @@ impl Processor {
             syscall_slot: Mutex::new(None),
             syscall_when: AtomicU64::new(0),
             curtask: AtomicU64::new(0),
-            cursite: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
         };
         let p = Processor {
             id,

@@ -20,7 +20,7 @@
 
 use super::syscall::{P_RUNNING, P_SYSCALL};
 use super::Shared;
-use crate::loom::sync::atomic::Ordering::{Relaxed, SeqCst};
+use crate::loom::sync::atomic::Ordering::SeqCst;
 use crate::loom::sync::wait_for;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -129,18 +129,12 @@ impl Shared {
                     s.delaying = true;
                     self.external_stats.long_polls_delaying.bump_shared();
                     acted = true;
-                    let task = ps.curtask.load(Relaxed);
-                    let site = ps.cursite.load(Relaxed);
-                    if !*warned && task != 0 {
+                    if let (false, Some((task, site))) = (*warned, ps.current()) {
                         *warned = true;
-                        let site = if site.is_null() {
-                            String::new()
-                        } else {
-                            // SAFETY: `cursite` only ever holds null or a `&'static Location`.
-                            format!(" (spawned at {})", unsafe { &*site })
-                        };
+                        let site = crate::task::site::lookup(site)
+                            .map_or_else(String::new, |l| format!(" (spawned at {l})"));
                         eprintln!(
-                            "gmprt: task#{task}{site} has been running one poll for over {} ms on P{pid} \
+                            "gmprt: {task}{site} has been running one poll for over {} ms on P{pid} \
                              while {} task(s) wait behind it (futures cannot be preempted). Wrap blocking \
                              work in gmprt::syscall(..), or call gmprt::yield_now().await in long loops. \
                              (Reported once; stats().long_polls counts every long poll.)",

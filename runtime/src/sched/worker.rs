@@ -53,9 +53,8 @@ pub(crate) fn m_main(shared: Arc<Shared>, mid: usize, p: Option<Box<Processor>>,
         }
         let ps = &shared.allp[cx.pid.get()];
         ps.stats.polls.bump();
-        ps.curtask.store(task.id(), Relaxed);
-        // Relaxed, as curtask: only sysmon's report reads it.
-        ps.cursite.store(std::ptr::from_ref(task.header().spawned_at).cast_mut(), Relaxed);
+        // Relaxed: read by sysmon's report and by this thread's `trace::current_task`.
+        ps.curtask.store(task.header().ident, Relaxed);
         task.run();
         // `syscall` may have moved us to another P, or (at shutdown) left us without one.
         match cx.pid.get() {

@@ -4,7 +4,9 @@
 //! [`allocate`] and the caller owns at least one reference to the task.
 
 use super::cache::{alloc_cell, free_cell, CellCache};
-use super::state::{State, ToIdle, ToRunning, CANCELLED, JOIN_INTEREST, JOIN_WAKER, NOTIFIED, OWNED};
+use super::state::{
+    State, ToIdle, ToRunning, CANCELLED, COMPLETE, JOIN_INTEREST, JOIN_WAKER, NOTIFIED, OWNED,
+};
 use super::JoinError;
 use crate::loom::cell::UnsafeCell;
 use crate::sched::Shared;
@@ -16,9 +18,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
-/// A task's id: unique within its runtime, handed out in per-P batches like Go's `goidcache`.
+/// A task's id: unique within its runtime's first 2^48 tasks (then ids wrap: see `ID_BITS`),
+/// handed out in per-P batches like Go's `goidcache`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct TaskId(pub u64);
 
@@ -34,11 +37,15 @@ pub(crate) struct Vtable {
     pub(crate) run: unsafe fn(NonNull<Header>),
     /// Free the cell (refcount reached zero).
     pub(crate) dealloc: unsafe fn(NonNull<Header>),
+    /// Drop the future and store `Err(JoinError::Cancelled)`. Only by the holder of `RUNNING`
+    /// of a task that has not completed.
+    pub(crate) cancel: unsafe fn(NonNull<Header>),
     /// Move the output into `*dst` (a `*mut Poll<Result<T, JoinError>>`). Only after `COMPLETE`
-    /// by the holder of `JOIN_INTEREST`.
+    /// by the holder of `JOIN_INTEREST`; the output is gone after.
     pub(crate) read_output: unsafe fn(NonNull<Header>, *mut ()),
-    /// Drop whatever the stage holds. Only with exclusive access to the stage.
-    pub(crate) drop_stage: unsafe fn(NonNull<Header>) -> Option<String>,
+    /// Drop the output in place. Only after `COMPLETE`, by its owner (the holder of
+    /// `JOIN_INTEREST`, or the runtime once that is gone), once.
+    pub(crate) drop_output: unsafe fn(NonNull<Header>),
 }
 
 /// Links of the owned-task list; only touched under that shard's lock.
@@ -55,25 +62,21 @@ pub(crate) struct Header {
     pub(crate) vtable: &'static Vtable,
     /// Owned-list links (see `owned.rs`).
     pub(crate) links: UnsafeCell<Links>,
-    pub(crate) id: TaskId,
+    /// The task's id (low [`ID_BITS`]) and its spawn site's index in `site.rs`'s table (the
+    /// top 16 bits; `#[track_caller]` on `spawn`/`go`), for dumps, traces and sysmon. One word
+    /// for both: see `site.rs`. Immutable after allocation.
+    pub(crate) ident: u64,
     /// The scheduler this task is queued on (`Arc::into_raw`; released at dealloc).
     pub(crate) sched: NonNull<Shared>,
     /// The joiner's waker; see the `JOIN_WAKER` rules in `state.rs`.
-    pub(crate) join_waker: UnsafeCell<Option<Waker>>,
-    /// When the task last became runnable (trace-clock ns + 1), if that readiness is tracked
-    /// (0: not tracked); read and cleared by the next poll. See `trace/hooks.rs` (sampling,
-    /// and why `Relaxed` suffices). A plain std atomic under loom too: a statistic that no
-    /// protocol decision reads.
-    pub(crate) woken_at: std::sync::atomic::AtomicU64,
-    /// Where the task was spawned (`#[track_caller]` on `spawn`/`go`), for dumps and sysmon.
-    pub(crate) spawned_at: &'static std::panic::Location<'static>,
-    /// What the task waits on while parked (see `wait.rs`).
+    pub(crate) join_waker: UnsafeCell<super::waker::JoinWaker>,
+    /// What the task waits on while parked, or when it became runnable (see `wait.rs`).
     pub(crate) wait: super::wait::WaitCell,
 }
 
 /// The bytes every task takes before its future and output: its header (the state word, the
-/// vtable, the owned-list links, the id, the scheduler, the join waker, the wake stamp, the
-/// spawn site and the wait reason; 96 on 64-bit targets, checked below). A floor for any
+/// vtable, the owned-list links, the id and spawn site, the scheduler, the join waker, and the
+/// wait reason or wake stamp; 72 on 64-bit targets, checked below). A floor for any
 /// "how many tasks fit in memory" arithmetic: a task is never smaller.
 pub const TASK_HEADER_BYTES: usize = std::mem::size_of::<Header>();
 
@@ -84,7 +87,25 @@ unsafe impl Send for Header {}
 // SAFETY: as above.
 unsafe impl Sync for Header {}
 
+/// Bits of [`Header::ident`] that hold the task id. 48: at 10 M spawns a second a runtime takes
+/// 325 days to use them up, after which ids wrap (they name tasks in dumps and traces, where
+/// two live tasks 2^48 spawns apart sharing one is harmless); the other 16 name the spawn site.
+pub(crate) const ID_BITS: u32 = 48;
+const ID_MASK: u64 = (1 << ID_BITS) - 1;
+
 impl Header {
+    /// The task's id.
+    #[inline]
+    pub(crate) fn id(&self) -> TaskId {
+        TaskId(self.ident & ID_MASK)
+    }
+
+    /// Where the task was spawned: an index for `site::lookup` (0: unknown).
+    #[inline]
+    pub(crate) fn site(&self) -> u16 {
+        (self.ident >> ID_BITS) as u16
+    }
+
     /// The scheduler this task belongs to.
     pub(crate) fn shared(&self) -> &Shared {
         // SAFETY: `sched` came from `Arc::into_raw` and the task holds that count until dealloc.
@@ -92,10 +113,22 @@ impl Header {
     }
 }
 
-enum Stage<F: Future> {
-    Running(F),
-    Finished(Result<F::Output, JoinError>),
-    Consumed,
+/// The future while the task runs, then its output. Which one is live is read from the state
+/// word, so the stage carries no discriminant of its own (an enum's took 8 bytes a task; issue
+/// 25):
+/// * before `COMPLETE`: the future, from `allocate` until the holder of `RUNNING` drops it
+///   ([`drop_future`]), which it does only right before writing the output and completing;
+/// * after `COMPLETE`: the output (`Err(JoinError::Cancelled)` for a cancelled task), until its
+///   owner consumes it once: the `JoinHandle` reads it ([`read_output`]) or drops it when
+///   dropped unread, or the runtime drops it in `complete` when no handle is left
+///   ([`drop_output`]); after that, nothing.
+///
+/// So when the last reference goes ([`dealloc`]), the stage holds the future if the task never
+/// completed (its last reference dropped while queued, say) and nothing otherwise.
+#[repr(C)]
+union Stage<F: Future> {
+    future: ManuallyDrop<F>,
+    output: ManuallyDrop<Result<F::Output, JoinError>>,
 }
 
 #[repr(C)]
@@ -123,15 +156,13 @@ where
             state: State::new(),
             vtable: vtable::<F>(),
             links: UnsafeCell::new(Links { prev: None, next: None }),
-            id,
+            ident: (super::site::intern(spawned_at) as u64) << ID_BITS | (id.0 & ID_MASK),
             // SAFETY: Arc::into_raw never returns null.
             sched: unsafe { NonNull::new_unchecked(Arc::into_raw(sched) as *mut Shared) },
-            join_waker: UnsafeCell::new(None),
-            woken_at: std::sync::atomic::AtomicU64::new(0),
-            spawned_at,
+            join_waker: UnsafeCell::new(super::waker::JoinWaker::none()),
             wait: super::wait::WaitCell::new(),
         },
-        stage: UnsafeCell::new(Stage::Running(future)),
+        stage: UnsafeCell::new(Stage { future: ManuallyDrop::new(future) }),
     };
     // SAFETY: `mem` is fresh memory of Cell<F>'s size and alignment (or larger).
     unsafe { mem.as_ptr().write(cell) };
@@ -148,7 +179,8 @@ where
         run: run::<F>,
         dealloc: dealloc::<F>,
         read_output: read_output::<F>,
-        drop_stage: drop_stage::<F>,
+        drop_output: drop_output::<F>,
+        cancel: cancel::<F>,
     }
 }
 
@@ -180,10 +212,9 @@ impl Notified {
         unsafe { self.0.as_ref() }
     }
 
-    /// The task's id (as a number, for sysmon's report).
+    /// The task's id (as a number, for the trace's runnext events).
     pub(crate) fn id(&self) -> u64 {
-        // SAFETY: we own a reference, so the cell is alive; `id` is immutable.
-        unsafe { self.0.as_ref() }.id.0
+        self.header().id().0
     }
 
     pub(crate) fn into_raw(self) -> NonNull<Header> {
@@ -266,11 +297,9 @@ where
     let res = crate::coop::with_budget(|| {
         catch_unwind(AssertUnwindSafe(|| {
             // SAFETY: RUNNING gives exclusive access to the stage.
-            stage.with_mut(|s| match unsafe { &mut *s } {
-                // SAFETY: the future lives inside the heap cell and is never moved until dropped.
-                Stage::Running(f) => unsafe { Pin::new_unchecked(f) }.poll(&mut cx),
-                _ => unreachable!("polled a task whose future is gone"),
-            })
+            // SAFETY: not COMPLETE (transition_to_running said Poll), so the stage holds the
+            // future; it lives inside the heap cell and is never moved until dropped.
+            stage.with_mut(|s| unsafe { Pin::new_unchecked(&mut *(*s).future) }.poll(&mut cx))
         }))
     });
     drop(wait_guard);
@@ -300,32 +329,33 @@ where
     };
     shared.trace_poll_end(header, mark, true);
     // Drop the future before publishing the output; a panicking destructor becomes the result.
-    // SAFETY: still RUNNING.
-    let out = match unsafe { drop_stage::<F>(ptr) } {
+    // SAFETY: still RUNNING, the future is live.
+    let out = match unsafe { drop_future::<F>(ptr) } {
         Some(msg) if out.is_ok() => Err(JoinError::Panicked(msg)),
         _ => out,
     };
-    // SAFETY: still RUNNING.
-    stage.with_mut(|s| unsafe { s.write(Stage::Finished(out)) });
+    // SAFETY: still RUNNING; the stage is empty since the future was dropped.
+    stage.with_mut(|s| unsafe { s.write(Stage { output: ManuallyDrop::new(out) }) });
     // SAFETY: RUNNING held, output stored.
     unsafe { complete(ptr, true, false) };
 }
 
-/// Drops the future and completes the task as cancelled: the stage is left `Consumed`, which
-/// `read_output` reports as `JoinError::Cancelled` (this function does not know `F`). A panic
-/// in the future's destructor is contained and dropped: the task was cancelled either way.
-/// Caller holds `RUNNING`. With `owns_queue_ref` the caller's queue reference is released
-/// here; otherwise the caller keeps (and later releases) its own reference.
+/// Drops the future and completes the task as cancelled: the output is
+/// `Err(JoinError::Cancelled)`. A panic in the future's destructor is contained and dropped:
+/// the task was cancelled either way. Caller holds `RUNNING` of a task that has not completed.
+/// With `owns_queue_ref` the caller's queue reference is released here; otherwise the caller
+/// keeps (and later releases) its own reference.
 unsafe fn cancel_and_complete(ptr: NonNull<Header>, owns_queue_ref: bool) {
-    // SAFETY: caller holds RUNNING.
+    // SAFETY: caller holds RUNNING of an incomplete task: the future is live, and after it is
+    // dropped the stage is empty for `cancel` to write.
     unsafe {
-        let _ = (ptr.as_ref().vtable.drop_stage)(ptr);
+        (ptr.as_ref().vtable.cancel)(ptr);
         complete(ptr, owns_queue_ref, true);
     }
 }
 
-/// Publishes completion. Caller holds `RUNNING` and the stage is `Finished` (or `Consumed` when
-/// `cancelled`, in which case the joiner reads `Cancelled`). Releases the queue reference when
+/// Publishes completion. Caller holds `RUNNING` and the stage holds the output (for a
+/// `cancelled` task, `Err(JoinError::Cancelled)`). Releases the queue reference when
 /// `owns_queue_ref`, and the owned list's if the task was linked.
 unsafe fn complete(ptr: NonNull<Header>, owns_queue_ref: bool, cancelled: bool) {
     // SAFETY: module contract.
@@ -344,21 +374,17 @@ unsafe fn complete(ptr: NonNull<Header>, owns_queue_ref: bool, cancelled: bool) 
     if !prev.has(JOIN_INTEREST) {
         // No one will read the output: drop it here (we own the stage after COMPLETE without
         // JOIN_INTEREST).
-        // SAFETY: see above.
-        let _ = unsafe { (header.vtable.drop_stage)(ptr) };
+        // SAFETY: see above; the output is live and this is its one consumer.
+        unsafe { (header.vtable.drop_output)(ptr) };
     } else if prev.has(JOIN_WAKER) {
         // JOIN_WAKER set: we may read the waker slot until we clear the bit.
-        header.join_waker.with(|w| {
-            // SAFETY: shared read access under JOIN_WAKER.
-            if let Some(w) = unsafe { &*w } {
-                w.wake_by_ref();
-            }
-        });
+        // SAFETY: shared read access under JOIN_WAKER.
+        header.join_waker.with(|w| unsafe { &*w }.wake_by_ref());
         let after = header.state.unset_join_waker_after_complete();
         if !after.has(JOIN_INTEREST) {
             // The handle went away meanwhile; it left the slot to us.
             // SAFETY: JOIN_WAKER is clear and the handle is gone: exclusive access.
-            header.join_waker.with_mut(|w| unsafe { *w = None });
+            header.join_waker.with_mut(|w| unsafe { *w = super::waker::JoinWaker::none() });
         }
     }
     let last = match (owns_queue_ref, linked_ref) {
@@ -378,41 +404,69 @@ unsafe fn dealloc<F: Future>(ptr: NonNull<Header>) {
     unsafe {
         let cell = ptr.cast::<Cell<F>>();
         let sched = cell.as_ref().header.sched;
+        if !cell.as_ref().header.state.load().has(COMPLETE) {
+            // Never completed: the stage still holds the future (see `Stage`). Dropped in
+            // place, like every future here.
+            let _ = drop_future::<F>(ptr);
+        }
         std::ptr::drop_in_place(cell.as_ptr());
         free_cell(cell.cast(), Layout::new::<Cell<F>>());
         drop(Arc::from_raw(sched.as_ptr() as *const Shared));
     }
 }
 
-/// Drops whatever the stage holds **in place** and leaves it `Consumed`; returns the panic
-/// message if a destructor panicked. In place matters: the future is pinned, and a pinned value
-/// must be dropped where it lives (a `Sleep` inside it has its address registered in a timer
-/// heap until its destructor removes it). Moving it out to drop it broke exactly that.
-unsafe fn drop_stage<F: Future>(ptr: NonNull<Header>) -> Option<String> {
+/// Drops the future **in place**, leaving the stage empty; returns the panic message if its
+/// destructor panicked. In place matters: the future is pinned, and a pinned value must be
+/// dropped where it lives (a `Sleep` inside it has its address registered in a timer heap
+/// until its destructor removes it). Moving it out to drop it broke exactly that.
+///
+/// # Safety
+/// Exclusive access to a stage that holds the future (`RUNNING` before `COMPLETE`, or the last
+/// reference of a task that never completed).
+unsafe fn drop_future<F: Future>(ptr: NonNull<Header>) -> Option<String> {
     // SAFETY: caller has exclusive access to the stage.
     let stage = unsafe { stage::<F>(ptr) };
     stage.with_mut(|s| {
-        // SAFETY: exclusive access; the stage is initialised. If a destructor panics, the
-        // value counts as dropped (Rust's drop-glue rule) and we overwrite it without dropping.
-        let panicked = catch_unwind(AssertUnwindSafe(|| unsafe { std::ptr::drop_in_place(s) })).err();
-        // SAFETY: `s` is valid for writes; its old value has been dropped.
-        unsafe { std::ptr::write(s, Stage::Consumed) };
-        panicked.map(panic_message)
+        // SAFETY: the stage holds the future (contract). If its destructor panics, the value
+        // counts as dropped (Rust's drop-glue rule).
+        catch_unwind(AssertUnwindSafe(|| unsafe { ManuallyDrop::drop(&mut (*s).future) }))
+            .err()
+            .map(panic_message)
     })
+}
+
+/// `Vtable::cancel`: drops the future and stores `Err(JoinError::Cancelled)` as the output.
+///
+/// # Safety
+/// Caller holds `RUNNING` of a task that has not completed.
+unsafe fn cancel<F: Future>(ptr: NonNull<Header>) {
+    // SAFETY: contract: the future is live and ours.
+    let _ = unsafe { drop_future::<F>(ptr) };
+    // SAFETY: the stage is empty now, and still ours.
+    unsafe { stage::<F>(ptr) }.with_mut(|s| {
+        // SAFETY: as above: writing into an empty stage drops nothing.
+        unsafe { s.write(Stage { output: ManuallyDrop::new(Err(JoinError::Cancelled)) }) }
+    });
+}
+
+/// # Safety
+/// After `COMPLETE`, by the output's owner, once (see `Vtable::drop_output`).
+unsafe fn drop_output<F: Future>(ptr: NonNull<Header>) {
+    // SAFETY: contract: the stage is ours.
+    unsafe { stage::<F>(ptr) }.with_mut(|s| {
+        // SAFETY: contract: the stage holds the output, dropped once, here. A panicking
+        // destructor of the output is contained (its result was never read: nobody to tell).
+        let _ = catch_unwind(AssertUnwindSafe(|| unsafe { ManuallyDrop::drop(&mut (*s).output) }));
+    });
 }
 
 unsafe fn read_output<F: Future>(ptr: NonNull<Header>, dst: *mut ()) {
     // SAFETY: caller holds JOIN_INTEREST after COMPLETE: the output is the handle's.
     let stage = unsafe { stage::<F>(ptr) };
     let dst = dst as *mut Poll<Result<F::Output, JoinError>>;
-    // SAFETY: exclusive access (see the function contract).
-    let old = stage.with_mut(|s| unsafe { std::ptr::replace(s, Stage::Consumed) });
-    let out = match old {
-        Stage::Finished(r) => r,
-        // Cancelled tasks complete with the stage Consumed.
-        Stage::Consumed => Err(JoinError::Cancelled),
-        Stage::Running(_) => unreachable!("read_output before completion"),
-    };
+    // SAFETY: the stage holds the output (COMPLETE) and the handle, its owner, takes it once:
+    // after this the stage is empty and nothing reads or drops it again (`Stage`).
+    let out = stage.with_mut(|s| unsafe { ManuallyDrop::take(&mut (*s).output) });
     // SAFETY: dst is a valid, initialised Poll the caller gave us.
     unsafe { *dst = Poll::Ready(out) };
 }
@@ -421,21 +475,32 @@ unsafe fn read_output<F: Future>(ptr: NonNull<Header>, dst: *mut ()) {
 mod tests {
     use super::*;
 
-    /// The per-task overhead the docs quote (and `million_tasks --park` measures): a 96-byte
-    /// header — state 8, vtable 8, owned-list links 16, id 8, scheduler 8, join waker 16 —
-    /// plus the readiness stamp (8) that scheduling latency and trace flows read, the spawn
-    /// site (8) and the wait reason (16) that `Runtime::dump` prints.
+    /// The per-task overhead the docs quote (and `million_tasks --park` measures): a 72-byte
+    /// header — state 8, vtable 8, owned-list links 16, id and spawn site 8, scheduler 8, join
+    /// waker 8, wait reason or wake stamp 16. It was 96 bytes; issue 25 (a parked task in at
+    /// most 176 bytes) took out 32, four cuts of 8 that each keep what the field gave:
+    /// * the wake stamp shares the wait reason's auxiliary word (`wait.rs`);
+    /// * the spawn site is a 16-bit index packed with a 48-bit id (`site.rs`);
+    /// * the joiner's waker is one word, a task pointer or a boxed foreign waker (`waker.rs`);
+    /// * the stage has no discriminant: the state word says what it holds (`Stage`, below).
     #[test]
-    fn header_is_96_bytes() {
-        assert_eq!(std::mem::size_of::<Header>(), 96);
+    fn header_is_72_bytes() {
+        assert_eq!(std::mem::size_of::<Header>(), 72);
+        assert_eq!(TASK_HEADER_BYTES, 72);
     }
 
-    /// A cell is the header followed by the stage: no hidden per-task allocation.
+    /// A cell is the header followed by the stage, and the stage is the larger of the future
+    /// and the output, nothing more: no discriminant, no hidden per-task allocation.
     #[test]
-    fn cell_is_header_plus_stage() {
+    fn cell_is_header_plus_the_larger_of_future_and_output() {
         type F = std::future::Ready<u64>;
         let cell = std::mem::size_of::<Cell<F>>();
         let stage = std::mem::size_of::<Stage<F>>();
         assert_eq!(cell, std::mem::size_of::<Header>() + stage);
+        // The output (Result<u64, JoinError>) is the larger here.
+        assert_eq!(stage, std::mem::size_of::<Result<u64, JoinError>>());
+        // A 64-byte future with a unit output: the stage is the future's 64 bytes.
+        type Big = std::future::Ready<[u64; 8]>;
+        assert_eq!(std::mem::size_of::<Stage<Big>>(), std::mem::size_of::<Big>().max(24));
     }
 }

@@ -71,7 +71,7 @@ impl<T> JoinHandle<T> {
 
     /// The task's id.
     pub fn id(&self) -> TaskId {
-        self.header().id
+        self.header().id()
     }
 
     /// Asks the runtime to drop the task's future. Awaiting the handle then yields
@@ -115,10 +115,10 @@ impl<T> Future for JoinHandle<T> {
             if snap.has(super::state::JOIN_WAKER) {
                 let same = header.join_waker.with(|w| {
                     // SAFETY: the handle stored this waker and only the handle writes the slot.
-                    unsafe { (*w).as_ref().is_some_and(|w| w.will_wake(cx.waker())) }
+                    unsafe { (*w).will_wake(cx.waker()) }
                 });
                 if same {
-                    super::wait::set(super::wait::JOIN, header.id.0, 0);
+                    super::wait::set(super::wait::JOIN, header.id().0, 0);
                     return Poll::Pending;
                 }
                 // Take the slot back to replace the waker.
@@ -130,10 +130,10 @@ impl<T> Future for JoinHandle<T> {
                 // JOIN_WAKER is clear: exclusive access to the slot.
                 header.join_waker.with_mut(|w| {
                     // SAFETY: see above.
-                    unsafe { *w = Some(cx.waker().clone()) }
+                    unsafe { *w = super::waker::JoinWaker::new(cx.waker().clone()) }
                 });
                 if header.state.set_join_waker().is_ok() {
-                    super::wait::set(super::wait::JOIN, header.id.0, 0);
+                    super::wait::set(super::wait::JOIN, header.id().0, 0);
                     return Poll::Pending;
                 }
                 // Completed meanwhile: the output is ready.
@@ -161,12 +161,12 @@ impl<T> Drop for JoinHandle<T> {
         if prev.has(super::state::COMPLETE) && !self.done {
             // Completed with nobody reading: the output is ours to drop.
             // SAFETY: COMPLETE and JOIN_INTEREST were ours.
-            let _ = unsafe { (header.vtable.drop_stage)(self.raw) };
+            unsafe { (header.vtable.drop_output)(self.raw) };
         }
         if !prev.has(super::state::COMPLETE) || !prev.has(super::state::JOIN_WAKER) {
             // JOIN_WAKER is clear now (we cleared it, or it was): the slot is ours.
             // SAFETY: exclusive access per the JOIN_WAKER rules.
-            header.join_waker.with_mut(|w| unsafe { *w = None });
+            header.join_waker.with_mut(|w| unsafe { *w = super::waker::JoinWaker::none() });
         }
         drop_reference(self.raw);
     }

@@ -1,9 +1,10 @@
 //! G — the task.
 //!
 //! A task is **one heap allocation** ([`core::Cell`]): a [`Header`] (the atomic state word with
-//! the reference count, the owned-list links, a vtable, the id, the scheduler it belongs to and
-//! the joiner's waker), followed by the *stage*: the future while it runs, then its output.
-//! Go gives every goroutine a 2 KB stack; a gmprt task costs the future's size plus a 96-byte header.
+//! the reference count, the owned-list links, a vtable, the id and spawn site, the scheduler it
+//! belongs to, the joiner's waker and the wait reason), followed by the *stage*: the future
+//! while it runs, then its output. Go gives every goroutine a 2 KB stack; a gmprt task costs the
+//! larger of its future and its output plus a 72-byte header.
 //!
 //! # References
 //! The state word counts references. They are held by: the run queue entry ([`Notified`], at
@@ -30,6 +31,7 @@ pub(crate) mod cache;
 pub(crate) mod core;
 pub(crate) mod join;
 pub(crate) mod owned;
+pub(crate) mod site;
 pub(crate) mod state;
 pub(crate) mod wait;
 pub(crate) mod waker;

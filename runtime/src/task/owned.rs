@@ -52,7 +52,7 @@ impl OwnedTasks {
     }
 
     fn shard(&self, h: &Header) -> &Mutex<Shard> {
-        &self.shards[(h.id.0 as usize) & self.mask]
+        &self.shards[(h.id().0 as usize) & self.mask]
     }
 
     /// Links a task that just parked. Caller holds `RUNNING` and saw `OWNED` clear. On success

@@ -20,6 +20,20 @@
 //! counters (idle Ps, spinning Ms, the progress counter), which it re-reads after the scan.
 //!
 //! Plain std atomics under loom too: a statistic no protocol decision reads.
+//!
+//! # The auxiliary word also holds the wake stamp
+//!
+//! A task's wait reason matters only while it is parked; its wake stamp (when it became
+//! runnable, for the scheduling-latency histogram and the trace's flow arrows; see
+//! `trace/hooks.rs`) only while it is runnable. The two never overlap, so they share the
+//! auxiliary word and a task's header is 8 bytes smaller (issue 25):
+//! * a stamp is [`READY`] | trace-clock ns, written by whoever makes the task runnable, after
+//!   the task has left `RUNNING` (an idle → notified transition, or the poller's own re-queue
+//!   after its poll), so never while the poller may [`set`] a reason;
+//! * the next poll reads it ([`WaitCell::ready_stamp`]) before [`enter`] overwrites the word;
+//! * a reason's auxiliary value is kept below [`READY`] (saturating: a timer that never fires
+//!   stores [`AUX_MAX`]), so an unstamped wake leaves a word that reads as "not tracked";
+//! * a dump that loads a stamp where it expected a reason (a wake racing the dump) reads 0.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -53,7 +67,14 @@ pub(crate) const NET: u8 = 11;
 const ID_BITS: u32 = 56;
 const ID_MASK: u64 = (1 << ID_BITS) - 1;
 
-/// One task's (or one `block_on` future's) wait reason: `what` = kind << 56 | id, `aux`.
+/// The auxiliary word's top bit: set, the word is a wake stamp (see the module doc).
+pub(crate) const READY: u64 = 1 << 63;
+/// The largest auxiliary value a reason can record; larger ones are stored as this (a timer
+/// that never fires records `u64::MAX`, and reads back as `AUX_MAX`).
+pub(crate) const AUX_MAX: u64 = READY - 1;
+
+/// One task's (or one `block_on` future's) wait reason, `what` = kind << 56 | id, `aux`;
+/// while the task is runnable, `aux` may hold its wake stamp instead (see the module doc).
 #[derive(Default)]
 pub(crate) struct WaitCell {
     what: AtomicU64,
@@ -66,17 +87,35 @@ impl WaitCell {
         Self { what: AtomicU64::new(0), aux: AtomicU64::new(0) }
     }
 
-    /// Records a reason (relaxed; see the module doc).
+    /// Records a reason (relaxed; see the module doc). `aux` saturates at [`AUX_MAX`].
     #[inline]
     pub(crate) fn store(&self, kind: u8, id: u64, aux: u64) {
-        self.aux.store(aux, Relaxed);
+        self.aux.store(aux.min(AUX_MAX), Relaxed);
         self.what.store((kind as u64) << ID_BITS | (id & ID_MASK), Relaxed);
     }
 
-    /// (kind, id, aux) as last recorded.
+    /// (kind, id, aux) as last recorded; aux reads 0 if a wake stamp has replaced it.
     pub(crate) fn load(&self) -> (u8, u64, u64) {
         let w = self.what.load(Relaxed);
-        ((w >> ID_BITS) as u8, w & ID_MASK, self.aux.load(Relaxed))
+        let aux = self.aux.load(Relaxed);
+        ((w >> ID_BITS) as u8, w & ID_MASK, if aux & READY != 0 { 0 } else { aux })
+    }
+
+    /// Stamps the task runnable at `ns` (trace clock). Only the thread that made the task
+    /// runnable, before it queues it: the task is not running, so no reason is being set.
+    #[inline]
+    pub(crate) fn stamp_ready(&self, ns: u64) {
+        debug_assert!(ns < READY, "a trace-clock reading past 2^63 ns (292 years)");
+        // Relaxed: the run queue's push/pop orders it before the poll's read (trace/hooks.rs).
+        self.aux.store(READY | ns, Relaxed);
+    }
+
+    /// The wake stamp, if this readiness was stamped. Only the M about to poll the task,
+    /// before [`enter`] (which overwrites it).
+    #[inline]
+    pub(crate) fn ready_stamp(&self) -> Option<u64> {
+        let aux = self.aux.load(Relaxed);
+        (aux & READY != 0).then_some(aux & !READY)
     }
 }
 
@@ -117,4 +156,31 @@ pub(crate) fn set(kind: u8, id: u64, aux: u64) {
             unsafe { &*p }.store(kind, id, aux);
         }
     });
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The wake stamp and a reason's auxiliary value share one word without being mistaken
+    /// for each other (the module doc's rules).
+    #[test]
+    fn a_stamp_and_a_reason_share_the_word() {
+        let c = WaitCell::new();
+        assert_eq!(c.ready_stamp(), None, "a fresh cell is not stamped");
+        c.stamp_ready(0);
+        assert_eq!(c.ready_stamp(), Some(0), "a stamp at ns 0 is still a stamp");
+        // A parked timer that never fires: its u64::MAX saturates below the stamp bit.
+        c.store(TIMER, 0, u64::MAX);
+        assert_eq!(c.ready_stamp(), None, "a reason's value never reads as a stamp");
+        assert_eq!(c.load(), (TIMER, 0, AUX_MAX));
+        // Woken and stamped: the reason's figure reads 0, the kind stays.
+        c.stamp_ready(12_345);
+        assert_eq!(c.load(), (TIMER, 0, 0));
+        assert_eq!(c.ready_stamp(), Some(12_345));
+        // The next poll's `enter` overwrites the stamp.
+        drop(enter(&c));
+        assert_eq!(c.ready_stamp(), None);
+        assert_eq!(c.load(), (UNKNOWN, 0, 0));
+    }
 }

@@ -25,7 +25,7 @@
 //! fire it, so it costs nothing but its task, which parks until woken otherwise or cancelled.
 //! A representable deadline beyond the runtime clock's 584-year range saturates there.
 //!
-//! Memory: a sleeping task costs its cell (96-byte header + the future, whose `Sleep` is ~64
+//! Memory: a sleeping task costs its cell (72-byte header + the future, whose `Sleep` is ~64
 //! bytes) plus a 16-byte heap slot. Dropping a `Sleep` (cancellation, or a `timeout` whose
 //! future finished first) removes its heap slot at once.
 

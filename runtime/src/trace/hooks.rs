@@ -3,8 +3,9 @@
 //! # Readiness and polls
 //!
 //! A task becomes runnable at its spawn or a wake (`Shared::schedule`); [`Shared::trace_ready`]
-//! then stamps its header's `woken_at` (trace-clock ns + 1; 0 = not tracked). The poll that
-//! follows reads and clears it ([`Shared::trace_poll_begin`]): start − wake is the scheduling
+//! then stamps it (trace-clock ns, in its wait cell's auxiliary word, which a runnable task
+//! does not use otherwise: `task/wait.rs`). The poll that follows reads it
+//! ([`Shared::trace_poll_begin`]) before the poll's wait reason overwrites it: start − wake is the scheduling
 //! latency (Go's `/sched/latencies`), end − start the poll time (tokio's poll-time histogram),
 //! both recorded in the polling P's histograms (`stats.rs`).
 //!
@@ -18,7 +19,7 @@
 //! of samples, enough for a p99.9. With a trace, every readiness is stamped (the flow arrows
 //! need them all), so the histograms then hold every poll.
 //!
-//! **Why `woken_at` needs no stronger ordering than `Relaxed`.** It is written by the thread
+//! **Why the stamp needs no stronger ordering than `Relaxed`.** It is written by the thread
 //! that makes the task runnable, before the task is pushed on a run queue, and read by the M
 //! that popped it, before polling. The queue's push/pop (release/acquire) orders the two; no
 //! other thread touches the field in between, since a task is queued at most once at a time.
@@ -37,7 +38,6 @@ use crate::sched::context::with_current;
 use crate::sched::Shared;
 use crate::task::core::Header;
 use std::cell::Cell;
-use std::sync::atomic::Ordering::Relaxed;
 
 /// Without a trace, one readiness event in this many (per thread) is timed (Go's
 /// `gTrackingPeriod` is 8; why 64 here: see the module docs).
@@ -128,8 +128,8 @@ impl Shared {
     pub(crate) fn trace_ready(&self, header: &Header) {
         if let Some(t) = &self.trace {
             let now = self.clock();
-            header.woken_at.store(now + 1, Relaxed);
-            t.ev(t.rec.here(), now, Ph::WakeOut(header.id.0, now), Name::Static("wake"), EvArgs::None);
+            header.wait.stamp_ready(now);
+            t.ev(t.rec.here(), now, Ph::WakeOut(header.id().0, now), Name::Static("wake"), EvArgs::None);
             return;
         }
         // `try_with`: a wake can come from a thread-local's destructor at thread exit, when
@@ -140,28 +140,24 @@ impl Shared {
             n
         });
         if n.is_ok_and(|n| n.is_multiple_of(TRACKING_PERIOD)) {
-            // Relaxed: see the module docs (the run queue orders it before the poll's read).
-            header.woken_at.store(self.clock() + 1, Relaxed);
+            header.wait.stamp_ready(self.clock());
         }
     }
 
     /// A poll of `header`'s task starts on this M.
     #[inline]
     pub(crate) fn trace_poll_begin(&self, header: &Header) -> PollMark {
-        // Relaxed: see the module docs.
-        let w = header.woken_at.load(Relaxed);
-        if w == 0 && self.trace.is_none() {
+        // No need to clear the stamp: the poll's `wait::enter` overwrites the word.
+        let w = header.wait.ready_stamp();
+        if w.is_none() && self.trace.is_none() {
             return PollMark { start: u64::MAX, woken: u64::MAX };
-        }
-        if w != 0 {
-            header.woken_at.store(0, Relaxed);
         }
         let start = self.clock();
         if let Some(t) = &self.trace {
             let lane = t.rec.here();
-            SEGMENT.with(|s| s.set(Segment { task: header.id.0, first: lane, lane, start }));
+            SEGMENT.with(|s| s.set(Segment { task: header.id().0, first: lane, lane, start }));
         }
-        PollMark { start, woken: w.wrapping_sub(1) }
+        PollMark { start, woken: w.unwrap_or(u64::MAX) }
     }
 
     /// The poll that `mark` began ends (`ready`: the future finished).
@@ -177,7 +173,7 @@ impl Shared {
             stats.record_latency(mark.start.saturating_sub(mark.woken), end.saturating_sub(mark.start));
         }
         if let Some(t) = &self.trace {
-            let task = header.id.0;
+            let task = header.id().0;
             let seg = SEGMENT.with(Cell::get);
             let dur = end.saturating_sub(seg.start);
             t.ev(seg.lane, seg.start, Ph::Slice(dur), Name::Task(task), EvArgs::Poll { task, ready });

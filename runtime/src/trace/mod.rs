@@ -91,8 +91,7 @@ pub fn current_task() -> Option<TaskId> {
         if pid == usize::MAX {
             return None;
         }
-        // Relaxed: written by this very thread (the M holding the P) before the poll.
-        let id = cx.shared.allp[pid].curtask.load(std::sync::atomic::Ordering::Relaxed);
-        (id != 0).then_some(TaskId(id))
+        // Written by this very thread (the M holding the P) before the poll.
+        cx.shared.allp[pid].current().map(|(id, _)| id)
     })
 }
