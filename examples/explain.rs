@@ -7,7 +7,7 @@
 //! ```text
 //! cargo run --release --example explain -- --kernel black-scholes --n 1000000
 //!     [--device host|cuda|simulated|<profile.json>] [--resident] [--out DIR]
-//!     [--calibrate-quick]
+//!     [--calibrate-quick] [--verify]
 //! cargo run --release --example explain -- --all --device simulated
 //! ```
 //! Kernels: `black-scholes` (n options), `saxpy` (n elements), `sgemm` (n is the matrix side
@@ -26,8 +26,12 @@
 //!   exit 2 with the reason if there is none;
 //! * a path: a profile saved earlier as JSON (`DeviceProfile::save`).
 //!
+//! `--verify` then runs the kernel at n on this machine, on the device and on the CPU (as a
+//! program calls it: Ps parked, operands from DRAM), and prints each phase predicted against
+//! measured; a phase off by more than 25% makes the run exit 1.
+//!
 //! `--help` lists every flag; bad flags exit 2 with the reason.
-use gmprt::offload::calibrate::{calibrate, CalibrateOptions};
+use gmprt::offload::calibrate::{calibrate, verify, CalibrateOptions, TOLERANCE};
 use gmprt::offload::model::{Breakdown, CostModel, Crossover, DeviceProfile, ProfileSource, Residency};
 use gmprt::offload::{Device, DeviceKind};
 use plotters::prelude::*;
@@ -137,6 +141,11 @@ struct Args {
     /// Save the freshly calibrated profile as JSON (--device host or cuda) [default: not saved]
     #[arg(long = "save-profile", value_name = "FILE.json")]
     save: Option<PathBuf>,
+    /// Then run the kernel at n on this machine, device and CPU, print each phase predicted
+    /// against measured, and exit 1 if one is off by more than 25% (needs a device to run on:
+    /// --device host, cuda, auto with a GPU, or a profile measured on this machine)
+    #[arg(long, conflicts_with = "resident")]
+    verify: bool,
 }
 
 impl Cli for Args {
@@ -147,6 +156,11 @@ impl Cli for Args {
         }
         if self.save.is_some() && !calibrates {
             return Err("--save-profile saves a calibrated profile: use it with --device host or cuda".into());
+        }
+        if self.verify && matches!(self.source, Source::Simulated) {
+            return Err("--verify runs the kernel, so it needs a device to run on: --device host, cuda, \
+                        auto or a profile file, not simulated"
+                .into());
         }
         Ok(())
     }
@@ -317,6 +331,17 @@ fn explain(model: &CostModel, k: &Kernel, n: usize, resident: bool, out: &Path) 
     println!();
     println!("{}: n = {n} {unit}, {} [{t}]", k.flag, residency_name(chosen));
     print_breakdown(&b, &t);
+    if p.source == ProfileSource::Measured {
+        println!("  CPU timed {} [{t}]", p.cpu_timing.describe());
+        let x = kp.size.work(n as f64);
+        for c in &kp.cpu_resident {
+            let what = format!("CPU on {} P, resident", c.procs);
+            println!(
+                "  {what:<22} {:>12}   [{t}; cache-resident best case, not priced]",
+                secs(c.fit.eval(x))
+            );
+        }
+    }
     // A stream of batches: with 2+ slots in flight copies overlap kernels (the model's pipeline).
     for in_flight in [1, 2] {
         let pl = model.predict_pipeline(k.name, n as f64, in_flight, chosen).map_err(|e| e.to_string())?;
@@ -557,15 +582,69 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
         vec![(k, a.n.unwrap_or(k.default_n))]
     };
     let mut failed = false;
-    for (k, n) in todo {
+    for &(k, n) in &todo {
         if let Err(e) = explain(&model, k, n, a.resident, &a.out) {
             eprintln!("{NAME}: {}: {e}", k.flag);
             failed = true;
         }
     }
+    if a.verify {
+        let device = verify_device(&a);
+        for (k, n) in &todo {
+            println!();
+            println!(
+                "{NAME} --verify: {} at n = {n} on {} and on the CPU, this machine:",
+                k.flag,
+                device.describe()
+            );
+            match verify(&device, &model, k.name, *n, 5) {
+                Ok(checks) => {
+                    for c in &checks {
+                        println!("  {c}");
+                    }
+                    let off: Vec<&str> =
+                        checks.iter().filter(|c| !c.passes()).map(|c| c.phase.as_str()).collect();
+                    if off.is_empty() {
+                        println!("  every checked phase within ±{:.0}% of the model", TOLERANCE * 100.0);
+                    } else {
+                        eprintln!("{NAME}: {}: {} off by more than 25% (see above)", k.flag, off.join(", "));
+                        failed = true;
+                    }
+                }
+                Err(e) => {
+                    eprintln!("{NAME}: --verify {}: {e}", k.flag);
+                    failed = true;
+                }
+            }
+        }
+    }
     if failed {
         std::process::exit(1);
     }
+}
+
+/// The device `--verify` runs on: the one calibrated, or the one this machine has for a
+/// profile file or `auto`; exits 2 when that is a stand-in for a GPU profile.
+fn verify_device(a: &Args) -> Device {
+    let d = match a.source {
+        Source::Host => Device::host(),
+        Source::Cuda => {
+            Device::cuda(0).unwrap_or_else(|e| fail(&format!("{NAME}: --verify on cuda"), e.to_string()))
+        }
+        Source::Auto | Source::File(_) => {
+            Device::detect().unwrap_or_else(|e| fail(&format!("{NAME}: GMPRT_DEVICE"), e.to_string()))
+        }
+        Source::Simulated => unreachable!("Args::check refuses --verify with simulated"),
+    };
+    if matches!(a.source, Source::Auto) && d.kind() != DeviceKind::Cuda {
+        fail(
+            &format!("{NAME}: --verify"),
+            "no GPU here, and the default profile was measured on an H200: use --device host to \
+             calibrate this machine's Host device and verify that"
+                .to_string(),
+        );
+    }
+    d
 }
 
 #[cfg(test)]
@@ -574,6 +653,30 @@ mod tests {
     use clap::error::ErrorKind;
     use common::testing::{cli_contract, parse_error};
     use common::try_parse_from;
+
+    /// `--verify` runs the kernel: the simulated device is refused, and `--resident` too (the
+    /// check prices host-resident data, as a Batcher's batch is).
+    #[test]
+    fn verify_needs_a_device_to_run_on() {
+        let e =
+            try_parse_from::<Args, _, _>([NAME, "--kernel", "saxpy", "--device", "simulated", "--verify"])
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("--verify runs the kernel"), "{e}");
+        let e = try_parse_from::<Args, _, _>([
+            NAME,
+            "--kernel",
+            "saxpy",
+            "--device",
+            "host",
+            "--verify",
+            "--resident",
+        ])
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ArgumentConflict);
+        let a: Args = try_parse_from([NAME, "--kernel", "saxpy", "--device", "host", "--verify"]).unwrap();
+        assert!(a.verify);
+    }
 
     #[test]
     fn cli() {

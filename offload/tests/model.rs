@@ -315,6 +315,21 @@ fn cpu_kernels_time_every_kernel_and_reject_bad_input() {
     assert!(e.contains("32768") && e.contains("16384"), "{e}");
     let e = cpu.time(&rt.handle(), "fft", 8, 3).unwrap_err().to_string();
     assert!(e.contains("fft") && e.contains("black_scholes"), "{e}");
+    // Every timing runs every kernel.
+    use gmprt_offload::model::CpuTiming;
+    for timing in [CpuTiming::AsCalledFreshOutputs, CpuTiming::Resident] {
+        for (k, n) in
+            [("black_scholes", 1 << 14), ("saxpy", 1 << 14), ("sgemm", 32), ("monte_carlo", 1 << 12)]
+        {
+            let t = cpu.time_as(&rt.handle(), k, n, 1, timing).unwrap();
+            assert!(t.is_finite() && t > 0.0, "{k}, {timing:?}: {t}");
+        }
+    }
+    // An as-called timing from inside the runtime would time a P's hand-off: refused.
+    let h = rt.handle();
+    let inside = rt.block_on(async move { CpuKernels::new(1, 1 << 14).time(&h, "saxpy", 1 << 14, 1) });
+    let e = inside.unwrap_err().to_string();
+    assert!(e.contains("outside the runtime"), "{e}");
 }
 
 /// The shape `LinFit::fit` gives `samples`, whatever they measured: finite, non-negative
@@ -367,6 +382,9 @@ fn live_host_calibration_has_every_kernel_and_sane_fits() {
     // `LinFit::fit` gives any samples.
     let p = host_profile();
     assert_eq!((p.source.clone(), p.kind.as_str(), p.procs), (ProfileSource::Measured, "host", 2));
+    // The priced CPU fits are timed as a program calls the kernels (issue 27, item 5), and
+    // the cache-resident ones are kept beside them.
+    assert_eq!(p.cpu_timing, gmprt_offload::model::CpuTiming::AsCalled);
     assert!(p.launch_enqueue.is_finite() && p.launch_enqueue >= 0.0, "{}", p.launch_enqueue);
     assert!(p.launch_sync.is_finite() && p.launch_sync >= 0.0, "{}", p.launch_sync);
     const KI: usize = 1024;
@@ -397,9 +415,11 @@ fn live_host_calibration_has_every_kernel_and_sane_fits() {
         let k = p.kernel(name).unwrap();
         assert_sampled_at(&format!("{name} device"), &k.device_samples, &xs);
         assert_fit_shape(&format!("{name} device"), &k.device, &k.device_samples);
-        let procs: Vec<usize> = k.cpu.iter().map(|c| c.procs).collect();
-        assert_eq!(procs, vec![1, 2], "{name}: CPU fits");
-        for c in &k.cpu {
+        for (line, fits) in [("as called", &k.cpu), ("resident", &k.cpu_resident)] {
+            let procs: Vec<usize> = fits.iter().map(|c| c.procs).collect();
+            assert_eq!(procs, vec![1, 2], "{name}: CPU fits, {line}");
+        }
+        for c in k.cpu.iter().chain(&k.cpu_resident) {
             let what = format!("{name} CPU {}P", c.procs);
             assert_sampled_at(&what, &c.samples, &xs);
             assert_fit_shape(&what, &c.fit, &c.samples);
@@ -575,4 +595,72 @@ fn twelve_points_in_four_clean_regimes_give_four_regimes_of_three() {
     assert_eq!(per_regime(&fit, &samples), vec![3, 3, 3, 3], "{fit:?}");
     assert!(fit.max_rel_err < 1e-9, "{fit:?}");
     assert!((fit.slope - 150e-12).abs() < 1e-15, "the top regime is the asymptote: {fit:?}");
+}
+
+/// Every fit of every committed profile is monotone in n: more work never reads as less time
+/// (issue 27, item 5). Read as bare lines, the H200 run's CPU fits fell at a regime break
+/// (Black-Scholes on 4, 8 and 16 Ps by a third at n = 32k); `LinFit::eval` reads each regime
+/// as at least the end of the ones below it.
+#[test]
+fn every_committed_profile_is_monotone_in_n() {
+    fn check(what: &str, f: &LinFit, bad: &mut Vec<String>) {
+        // 20 points per decade from 1 to 1e13: past every break of every profile (flops for SGEMM).
+        let mut prev = (0.0, f.eval(0.0));
+        for i in 0..=260 {
+            let x = 10f64.powf(f64::from(i) / 20.0);
+            let y = f.eval(x);
+            if y < prev.1 {
+                bad.push(format!(
+                    "{what}: {:.3e} s at x = {:.3e}, then {y:.3e} s at x = {x:.3e}",
+                    prev.1, prev.0
+                ));
+                return;
+            }
+            prev = (x, y);
+        }
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles");
+    let mut bad = vec![];
+    let mut files = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        let p = DeviceProfile::load(&path).unwrap();
+        files += 1;
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        for t in [("h2d", &p.h2d), ("d2h", &p.d2h)] {
+            check(&format!("{name} {} pinned", t.0), &t.1.pinned, &mut bad);
+            check(&format!("{name} {} pageable", t.0), &t.1.pageable, &mut bad);
+        }
+        for k in &p.kernels {
+            check(&format!("{name} {} device", k.name), &k.device, &mut bad);
+            for c in k.cpu.iter().chain(&k.cpu_resident) {
+                check(&format!("{name} {} cpu {} Ps", k.name, c.procs), &c.fit, &mut bad);
+            }
+        }
+    }
+    assert!(files >= 4, "expected the four committed profiles in {}", dir.display());
+    assert!(bad.is_empty(), "fits that fall with n:\n{}", bad.join("\n"));
+}
+
+/// `calibrate::verify` (`explain --verify`) runs every kernel on both sides and returns the
+/// five phases, each predicted by the model and measured; whether they pass is the machine's
+/// business (no timing is asserted), but the shape and the errors are fixed.
+#[test]
+fn verify_runs_both_sides_and_names_each_phase() {
+    use gmprt_offload::calibrate::verify;
+    let model = CostModel::new(host_profile().clone());
+    let d = Device::host();
+    for (k, n) in [("black_scholes", 1 << 14), ("saxpy", 1 << 14), ("sgemm", 64), ("monte_carlo", 1 << 14)] {
+        let checks = verify(&d, &model, k, n, 1).unwrap();
+        let phases: Vec<&str> = checks.iter().map(|c| c.phase.as_str()).collect();
+        assert_eq!(phases, ["H2D", "kernel", "D2H", "GPU total", "CPU on 2 Ps"], "{k}");
+        for c in &checks {
+            assert!(c.predicted.is_finite() && c.predicted >= 0.0, "{k}: {c:?}");
+            assert!(c.measured.is_finite() && c.measured >= 0.0, "{k}: {c:?}");
+        }
+        // The kernel and the whole run take time on both sides.
+        assert!(checks[1].measured > 0.0 && checks[3].measured > 0.0 && checks[4].measured > 0.0, "{k}");
+    }
+    let e = verify(&d, &model, "fft", 8, 1).unwrap_err().to_string();
+    assert!(e.contains("no kernel `fft`"), "{e}");
 }

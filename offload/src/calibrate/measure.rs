@@ -253,6 +253,7 @@ fn kernel(name: &str, unit: &str, size: Size, samples: Vec<Sample>) -> KernelPro
         device: LinFit::fit(&samples),
         device_samples: samples,
         cpu: vec![],
+        cpu_resident: vec![],
     }
 }
 

@@ -235,7 +235,8 @@ impl LinFit {
     pub fn known(intercept: f64, slope: f64) -> LinFit {
         LinFit { intercept, slope, max_rel_err: 0.0, below: vec![] }
     }
-    /// Predicted seconds at size `x`.
+    /// Predicted seconds at size `x`: the line of the regime x falls in, at least what any
+    /// smaller size costs.
     ///
     /// ```
     /// use gmprt_offload::model::LinFit;
@@ -243,11 +244,37 @@ impl LinFit {
     /// assert!((link.eval(0.0) - 10e-6).abs() < 1e-15);
     /// assert!((link.eval(55e6) - 1.01e-3).abs() < 1e-12); // 55 MB: 1.01 ms
     /// ```
+    ///
+    /// Never less than at any smaller size (monotone in x): where a lower regime's line ends
+    /// above the next one's start — its fixed cost is higher, as a multi-P fork/join's is below
+    /// the size where the per-item cost drops — the next regime reads as that end until its
+    /// own line climbs past it. More work never takes less time; the H200 run's 8-P
+    /// Black-Scholes fit, read as bare lines, fell by a third at n = 32k.
+    ///
+    /// ```
+    /// use gmprt_offload::model::{LinFit, Regime};
+    /// // 50 µs + 1 ns per item below 32k items; 2 µs + 1 ns per item from there on.
+    /// let f = LinFit {
+    ///     intercept: 2e-6,
+    ///     slope: 1e-9,
+    ///     max_rel_err: 0.0,
+    ///     below: vec![Regime { upto: 32e3, intercept: 50e-6, slope: 1e-9 }],
+    /// };
+    /// let end = 50e-6 + 32e3 * 1e-9; // where the lower line ends: 82 µs
+    /// assert!((f.eval(40e3) - end).abs() < 1e-15); // the top line would say 42 µs
+    /// assert!((f.eval(60e3) - end).abs() < 1e-15); // … and passes 82 µs only at 80k
+    /// assert!((f.eval(100e3) - 102e-6).abs() < 1e-15);
+    /// ```
     pub fn eval(&self, x: f64) -> f64 {
-        match self.below.iter().find(|r| x < r.upto) {
-            Some(r) => r.intercept + r.slope * x,
-            None => self.intercept + self.slope * x,
+        // The most any smaller size costs: the end of every regime below x.
+        let mut floor = 0.0f64;
+        for r in &self.below {
+            if x < r.upto {
+                return (r.intercept + r.slope * x).max(floor);
+            }
+            floor = floor.max(r.intercept + r.slope * r.upto);
         }
+        (self.intercept + self.slope * x).max(floor)
     }
     /// One straight line through `pts` (sorted, finite).
     fn line(pts: &[Sample]) -> LinFit {

@@ -67,6 +67,47 @@ pub enum ProfileSource {
     },
 }
 
+/// How a profile's CPU fits (`KernelProfile::cpu`) were timed.
+///
+/// ```
+/// use gmprt_offload::model::{CpuTiming, DeviceProfile};
+/// // The H200 run calibrated before issue 27 asked for the as-called timing: its CPU fits are
+/// // cache-resident, and say so.
+/// assert_eq!(DeviceProfile::measured_h200().cpu_timing, CpuTiming::Resident);
+/// assert!(CpuTiming::Resident.describe().contains("cache-resident"));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CpuTiming {
+    /// As a program calls a kernel (what `calibrate` times since issue 27): from a thread
+    /// outside the runtime while its Ps are parked, so the call pays for waking them, on
+    /// operands evicted from every cache level first, so they come from DRAM. Way 2 of
+    /// `option_screener` and a CPU-placed Batcher batch run this way.
+    AsCalled,
+    /// As [`CpuTiming::AsCalled`], and the outputs are allocated by each call, so their first
+    /// touch (page faults) is timed too: a program that allocates its result every call.
+    AsCalledFreshOutputs,
+    /// Cache-resident: the same buffers every run, called by a task on the runtime (whose Ps
+    /// are awake): the best case, kept in a profile as a separate, labelled line
+    /// (`KernelProfile::cpu_resident`). Profiles measured before issue 27 timed their `cpu`
+    /// fits this way, and JSON without a `cpu_timing` reads as this.
+    #[default]
+    Resident,
+}
+
+impl CpuTiming {
+    /// One line saying how the fits were timed, for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            CpuTiming::AsCalled => "as called: Ps parked at the call, operands evicted from the caches",
+            CpuTiming::AsCalledFreshOutputs => {
+                "as called, outputs allocated per call (first touch timed), operands evicted"
+            }
+            CpuTiming::Resident => "cache-resident: warm buffers, called from a task with the Ps awake",
+        }
+    }
+}
+
 /// Host ↔ device copies: `t = latency + bytes / bandwidth` (intercept = latency in s,
 /// slope = 1 / bandwidth in s/B), pinned and pageable host memory.
 ///
@@ -208,8 +249,14 @@ pub struct KernelProfile {
     pub device: LinFit,
     /// Raw samples behind `device` (x = work).
     pub device_samples: Vec<Sample>,
-    /// CPU fits, one per P count measured.
+    /// CPU fits, one per P count measured, timed as the profile's
+    /// [`cpu_timing`](DeviceProfile::cpu_timing) says: what the cost model prices.
     pub cpu: Vec<CpuFit>,
+    /// The same kernels timed cache-resident ([`CpuTiming::Resident`]), when `cpu` was timed
+    /// as called: the best case, a separate, labelled line (`explain` prints it beside the
+    /// priced one); the cost model does not price it. Empty in older and published profiles.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_resident: Vec<CpuFit>,
 }
 
 /// Everything the cost model knows about one machine (device + its host CPU).
@@ -250,6 +297,10 @@ pub struct DeviceProfile {
     pub d2h: TransferProfile,
     /// Per-kernel costs.
     pub kernels: Vec<KernelProfile>,
+    /// How the kernels' `cpu` fits were timed (absent in JSON measured before issue 27, which
+    /// timed them cache-resident: read as [`CpuTiming::Resident`]).
+    #[serde(default)]
+    pub cpu_timing: CpuTiming,
 }
 
 /// The H100 SXM published profile (JSON, compiled in).
@@ -428,7 +479,7 @@ impl DeviceProfile {
         }
         for k in &mut self.kernels {
             refit(&mut k.device, &k.device_samples);
-            for c in &mut k.cpu {
+            for c in k.cpu.iter_mut().chain(&mut k.cpu_resident) {
                 refit(&mut c.fit, &c.samples);
             }
         }
@@ -448,6 +499,7 @@ impl DeviceProfile {
     ///     device: LinFit::known(2e-6, 1.0 / 3e12), // 2 µs + 3 TB/s
     ///     device_samples: vec![],
     ///     cpu: vec![],
+    ///     cpu_resident: vec![],
     /// });
     /// assert!((p.device_copy().unwrap().eval(3e9) - 1.002e-3).abs() < 1e-12); // 3 GB: 1.002 ms
     /// ```

@@ -46,6 +46,8 @@ pub fn saxpy_profile(
             device,
             device_samples: vec![],
             cpu: vec![CpuFit { procs: 1, fit: LinFit::known(0.0, cpu_per_item), samples: vec![] }],
+            cpu_resident: vec![],
         }],
+        cpu_timing: Default::default(),
     }
 }
