@@ -7,9 +7,13 @@
 //!    stand-in when there is none (then it is rung 3 again, labelled so).
 //!
 //! ```text
-//! cargo run --release --example matmul_ladder -- [--n 1024] [--naive-max 1024] [--procs P]
+//! cargo run --release --example matmul_ladder -- [--n 1024] [--naive-max 1024] [--procs P] [--repeats 5]
 //! ```
-//! Every rung is checked against rung 3 (max relative error printed).
+//! Every rung is checked against rung 3 (max relative error printed). Rungs 2-4 print the
+//! median of `--repeats` timed runs after one untimed first run (rung 3's first run makes the
+//! reference; rung 4's is reported apart, with its setup: the first call of a shape does host
+//! work that a steady caller does not pay). Rung 4's "kernel" is device time, between two CUDA
+//! events around the GEMM alone; the copies and the whole call's wall time are shown beside it.
 use gmprt::kernels::sgemm::{sgemm_crate, sgemm_naive, sgemm_rows};
 use gmprt::offload::{Device, DeviceKind};
 use std::time::{Duration, Instant};
@@ -38,9 +42,19 @@ struct Args {
     naive_max: usize,
     #[command(flatten)]
     procs: Procs,
+    /// Timed runs of rungs 2-4 after their first run; each prints the median
+    #[arg(long, value_name = "R", default_value_t = 5, value_parser = positive)]
+    repeats: usize,
 }
 
 impl Cli for Args {}
+
+/// The median of `r` values of `f` (`r` ≥ 1).
+fn median_of<T>(r: usize, mut f: impl FnMut() -> T, key: impl Fn(&T) -> Duration) -> T {
+    let mut v: Vec<T> = (0..r.max(1)).map(|_| f()).collect();
+    v.sort_by_key(&key);
+    v.swap_remove(v.len() / 2)
+}
 
 /// The matrices alive at once: A, B, the reference C and one more C.
 const MATRICES: usize = 4;
@@ -88,10 +102,20 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
     bm.extend((0..nn).map(|_| next()));
     let flops = 2.0 * (n as f64).powi(3);
 
+    let reps = args.repeats;
+    // Rung 3's first run makes the reference; its timed runs follow.
     let mut reference = matrix();
-    let t = Instant::now();
     sgemm_crate(n, n, n, &a, &bm, &mut reference, procs).unwrap();
-    let crate_t = t.elapsed();
+    let mut c3 = matrix();
+    let crate_t = median_of(
+        reps,
+        || {
+            let t = Instant::now();
+            sgemm_crate(n, n, n, &a, &bm, &mut c3, procs).unwrap();
+            t.elapsed()
+        },
+        |d| *d,
+    );
 
     println!("\n{:<46} {:>11} {:>10} {:>9} {:>10}", "rung", "time", "GFLOP/s", "× naive", "max rel err");
     let naive_secs = std::cell::Cell::new(None);
@@ -114,30 +138,51 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
 
     let mut c = matrix();
     let base = c.as_mut_ptr() as usize;
-    let t = Instant::now();
-    rt.handle().parallel_for(n, ROWS_PER_TASK, |rows| {
-        // SAFETY: chunks are disjoint row ranges of `c`, which outlives the call.
-        let out =
-            unsafe { std::slice::from_raw_parts_mut((base as *mut f32).add(rows.start * n), rows.len() * n) };
-        sgemm_rows(n, n, n, &a, &bm, rows, out).unwrap();
-    });
-    row(&format!("2. green task per {ROWS_PER_TASK} rows, {procs} procs"), t.elapsed(), &c);
-    row(&format!("3. GEMM crate, {procs} threads"), crate_t, &reference);
+    let green = || {
+        let t = Instant::now();
+        rt.handle().parallel_for(n, ROWS_PER_TASK, |rows| {
+            // SAFETY: chunks are disjoint row ranges of `c`, which outlives the call.
+            let out = unsafe {
+                std::slice::from_raw_parts_mut((base as *mut f32).add(rows.start * n), rows.len() * n)
+            };
+            sgemm_rows(n, n, n, &a, &bm, rows, out).unwrap();
+        });
+        t.elapsed()
+    };
+    green(); // the first run, untimed
+    let green_t = median_of(reps, green, |d| *d);
+    row(&format!("2. green task per {ROWS_PER_TASK} rows, {procs} procs"), green_t, &c);
+    row(&format!("3. GEMM crate, {procs} threads"), crate_t, &c3);
 
     let mut c = matrix();
-    let t = Instant::now();
-    match device.sgemm(n, n, n, &a, &bm, &mut c) {
-        Ok(ph) => {
-            let wall = t.elapsed();
-            if device.kind() == DeviceKind::Cuda {
-                row("4. cuBLAS, kernel only (after sync)", ph.kernel, &c);
-                row("4. cuBLAS incl. H2D + D2H", ph.h2d + ph.kernel + ph.d2h, &c);
-                row("4. cuBLAS, wall (incl. first-call setup)", wall, &c);
-            } else {
-                row("4. device = Host (no GPU): GEMM crate again", ph.kernel, &c);
+    let mut call = || {
+        let t = Instant::now();
+        device.sgemm(n, n, n, &a, &bm, &mut c).map(|ph| (ph, t.elapsed()))
+    };
+    match call() {
+        Err(e) => println!("4. device failed: {e}"),
+        Ok((_, first_wall)) => {
+            // The timed runs; one that fails ends the rung with its error.
+            let runs: Result<Vec<_>, _> = (0..reps).map(|_| call()).collect();
+            match runs {
+                Err(e) => println!("4. device failed on a repeat: {e}"),
+                Ok(runs) => {
+                    let med = |f: &dyn Fn(&(gmprt::offload::PhaseTimes, Duration)) -> Duration| {
+                        let mut v: Vec<Duration> = runs.iter().map(f).collect();
+                        v.sort();
+                        v[v.len() / 2]
+                    };
+                    if device.kind() == DeviceKind::Cuda {
+                        row("4. cuBLAS, kernel (device time, events)", med(&|r| r.0.kernel), &c);
+                        row("4. cuBLAS incl. H2D + D2H", med(&|r| r.0.h2d + r.0.kernel + r.0.d2h), &c);
+                        row("4. cuBLAS, wall of the call", med(&|r| r.1), &c);
+                        row("4. cuBLAS, first call's wall (incl. setup)", first_wall, &c);
+                    } else {
+                        row("4. device = Host (no GPU): GEMM crate again", med(&|r| r.0.kernel), &c);
+                    }
+                }
             }
         }
-        Err(e) => println!("4. device failed: {e}"),
     }
 }
 
@@ -155,7 +200,7 @@ mod tests {
     fn cli() {
         common::testing::cli_contract::<Args>(NAME);
         let a: Args = try_parse_from([NAME]).unwrap();
-        assert_eq!((a.n, a.naive_max, a.procs.n), (1024, 1024, None));
+        assert_eq!((a.n, a.naive_max, a.procs.n, a.repeats), (1024, 1024, None, 5));
         let a: Args = try_parse_from([NAME, "--n", "4_096", "--naive-max", "5e2", "--procs", "2"]).unwrap();
         assert_eq!((a.n, a.naive_max, a.procs.n), (4096, 500, Some(2)));
     }
