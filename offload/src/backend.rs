@@ -1,12 +1,13 @@
 //! What a device must provide to run one batch: a [`Backend`] makes [`Slot`]s; a slot is one
 //! stream with its own pinned staging buffers and device buffers, reused for every batch it
-//! runs. A [`Job`] says how to compute a batch on the host; a job that can also be launched
-//! on a GPU implements [`CudaJob`] (in [`crate::cuda`]) too, and that is what a slot runs.
+//! runs. What a slot runs is a [`CudaJob`]: a [`Job`] (how to compute a batch on the host)
+//! that can also be launched on a GPU; both traits live in [`crate::job`].
 //!
-//! Dependencies: [`Job`] names no device. The one place this module names CUDA is the job
-//! type of [`Slot::run`], `&dyn CudaJob`, because a slot of any backend may be handed the same
-//! job (Host and simulated slots call its [`Job::run_host`], CUDA slots its
-//! [`CudaJob::launch_cuda`]).
+//! Dependencies: this module names no device type. The job type of [`Slot::run`], `&dyn
+//! CudaJob`, comes from `job.rs`, a leaf that reaches the CUDA device through a trait, so
+//! `backend.rs` and `cuda/` (which implements these traits) do not depend on each other's
+//! files in a circle: a slot of any backend may be handed the same job (Host and simulated
+//! slots call its [`Job::run_host`], CUDA slots its [`CudaJob::launch_cuda`]).
 //!
 //! Protocol of one batch on a slot (the Batcher's slot worker drives it, one batch at a time
 //! per slot; two slots give two batches in flight, so the copy of one overlaps the kernel of
@@ -20,39 +21,12 @@
 //!
 //! [`Phases`] lets a caller run a subset — upload once and then time the kernel alone, which
 //! is how "data already on the device" is measured.
-use crate::cuda::CudaJob;
 use crate::error::OffloadError;
+use crate::job::CudaJob;
+/// Re-exported from [`crate::job`], where it lives (this path predates that file).
+pub use crate::job::Job;
 use std::fmt;
 use std::time::Duration;
-
-/// How to compute a batch of `n` items on the host, device-neutral: what placement, the CPU
-/// side of a Batcher and the Host and simulated slots need. The CUDA launch of the same job
-/// is [`CudaJob`].
-///
-/// ```
-/// use gmprt_offload::Job;
-/// /// Doubles every word: a host-only job.
-/// struct Double;
-/// impl Job for Double {
-///     fn name(&self) -> &'static str {
-///         "double"
-///     }
-///     fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
-///         output[..n].iter_mut().zip(input).for_each(|(o, i)| *o = 2 * i);
-///         Ok(())
-///     }
-/// }
-/// let mut out = [0; 3];
-/// Double.run_host(3, &[1, 2, 3], &mut out).unwrap();
-/// assert_eq!(out, [2, 4, 6]);
-/// ```
-pub trait Job: Sync {
-    /// Short kernel name for timelines and errors (`"black_scholes"`).
-    fn name(&self) -> &'static str;
-    /// Host: compute `output` words from `input` words (both column-major, stride `n`).
-    /// An `Err` fails the whole batch with that message.
-    fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String>;
-}
 
 /// Which phases [`Slot::run`] performs.
 ///

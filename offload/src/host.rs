@@ -17,9 +17,10 @@
 //! same over-capacity error and the same work; only its pacer stretches each phase to the
 //! profile's prediction (the Host's `NoPacing` does nothing), so a simulated and a Host slot
 //! compute identical outputs. There is no `unsafe` in this module.
-use crate::backend::{host_available, Backend, Job, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
+use crate::backend::{host_available, Backend, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
 use crate::cuda::CudaJob;
 use crate::error::OffloadError;
+use crate::job::Job;
 use crate::pool::host_threads;
 use gmprt_kernels::KernelError;
 use std::time::{Duration, Instant};

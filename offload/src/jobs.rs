@@ -8,9 +8,9 @@
 //! [`BatchKernel::gather`]. The element-wise kernels use the column-major layout of
 //! `gmprt_kernels` (column `c` of a batch of `n` is `words[c * n..(c + 1) * n]`); the batched
 //! SGEMM stores each item's matrices contiguously (all A_i, then all B_i; all C_i out).
-use crate::backend::Job;
 use crate::cuda::{self, CudaJob, LaunchCtx};
 use crate::error::OffloadError;
+use crate::job::Job;
 use gmprt_kernels::black_scholes::{self, Contract, Greeks};
 use gmprt_kernels::{saxpy, sgemm, InvalidInput, KernelError};
 

@@ -52,9 +52,10 @@
 //! early) — never against a wall-clock budget, which a loaded machine overruns at will. The
 //! [`Device`](crate::Device) bulk helpers that pace without a slot (`sgemm`,
 //! `option_paths_sum`, `pi_hits`) are not recorded.
-use crate::backend::{host_available, Backend, Job, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
+use crate::backend::{host_available, Backend, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
 use crate::error::OffloadError;
 use crate::host::{Engine, HostSlot, Pacer};
+use crate::job::Job;
 use crate::model::{duration, DeviceProfile, Size};
 #[cfg(doc)]
 use crate::model::{profile_kernel_name, KernelProfile};

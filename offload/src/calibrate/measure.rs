@@ -5,10 +5,11 @@
 //! The statistics are shared with `cpu`: every series of a calibration, device or CPU, is
 //! measured in [`PASSES`] passes of [`median`]s.
 use super::{mc_contract, Plan, DEVICE_COPY, MC_SEED};
-use crate::backend::{Job, Phases, Slot};
+use crate::backend::{Phases, Slot};
 use crate::cuda::{CudaJob, LaunchCtx};
 use crate::device::{Device, DeviceKind};
 use crate::error::OffloadError;
+use crate::job::Job;
 use crate::jobs::{BlackScholes, Saxpy};
 use crate::model::{KernelProfile, LinFit, Sample, Size, TransferProfile};
 use cudarc::driver::{LaunchConfig, PushKernelArg};

@@ -73,11 +73,11 @@ pub fn grid_size(items: u64, sms: u32) -> u32 {
     wanted.min(cap).min(i32::MAX as u64) as u32
 }
 
-/// The launch configuration for `items` on `backend`'s device (no dynamic shared memory: the
-/// reductions use static shared arrays).
-pub(crate) fn config(items: u64, backend: &CudaBackend) -> LaunchConfig {
+/// The launch configuration for `items` on a device of `sms` SMs (no dynamic shared memory:
+/// the reductions use static shared arrays).
+pub(crate) fn config(items: u64, sms: u32) -> LaunchConfig {
     LaunchConfig {
-        grid_dim: (grid_size(items, backend.inner.sms), 1, 1),
+        grid_dim: (grid_size(items, sms), 1, 1),
         block_dim: (BLOCK_SIZE, 1, 1),
         shared_mem_bytes: 0,
     }
@@ -163,7 +163,7 @@ pub fn launch_black_scholes(ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), Off
     let (mut gamma, mut r3) = r2.split_at_mut(n);
     let (mut vega, mut r4) = r3.split_at_mut(n);
     let (mut theta, mut rho) = r4.split_at_mut(n);
-    let cfg = config(n as u64, ctx.backend);
+    let cfg = config(n as u64, ctx.backend.sm_count());
     let mut b = ctx.stream.launch_builder(&f);
     b.arg(&spot).arg(&strike).arg(&t).arg(&rate).arg(&vol).arg(&kind);
     b.arg(&mut price).arg(&mut delta).arg(&mut gamma).arg(&mut vega).arg(&mut theta).arg(&mut rho);
@@ -229,7 +229,7 @@ pub fn launch_saxpy(ctx: &mut LaunchCtx<'_>, n: usize, a: f32) -> Result<(), Off
     let x = ctx.input.slice(..n);
     let y = ctx.input.slice(n..2 * n);
     let mut out = ctx.output.slice_mut(..n);
-    let cfg = config(n as u64, ctx.backend);
+    let cfg = config(n as u64, ctx.backend.sm_count());
     let mut b = ctx.stream.launch_builder(&f);
     b.arg(&n_arg).arg(&a).arg(&x).arg(&y).arg(&mut out);
     // SAFETY: arguments match `gmprt_saxpy(int n, float a, const float* x, const float* y,
@@ -327,7 +327,15 @@ pub fn launch_sgemm_batched(
     let c32 = unsafe { c.transmute_mut::<f32>(c_len) };
     match (a32, b32, c32) {
         (Some(a32), Some(b32), Some(mut c32)) => {
-            gemm_f32(ctx.backend, ctx.stream, count, m, n, k, &a32, &b32, &mut c32)
+            // cuBLAS handles are gmprt's CUDA backend's own: a launch device of another kind
+            // has none to lend.
+            let backend = ctx.backend.as_any().downcast_ref::<CudaBackend>().ok_or_else(|| {
+                OffloadError::Config(format!(
+                    "the batched SGEMM needs gmprt's CUDA backend for its cuBLAS handles, not {}",
+                    ctx.backend.name()
+                ))
+            })?;
+            gemm_f32(backend, ctx.stream, count, m, n, k, &a32, &b32, &mut c32)
         }
         _ => {
             Err(OffloadError::Driver { op: "sgemm views".into(), msg: "view reinterpretation failed".into() })

@@ -36,7 +36,7 @@ use crate::backend::{host_available, Available, Backend, MemoryNeed, MemoryParts
 use crate::error::OffloadError;
 use crate::PhaseTimes;
 use cudarc::cublas::CudaBlas;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, CudaView, CudaViewMut, DriverError};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DriverError};
 use gmprt_kernels::cuda::CudaSource;
 use parking_lot::Mutex;
 use std::collections::hash_map::Entry;
@@ -55,6 +55,7 @@ mod ops;
 mod slot;
 pub mod sync;
 
+pub use crate::job::{CudaJob, LaunchCtx, LaunchDevice};
 pub(crate) use context::driver_err;
 pub use context::probe;
 pub use launch::{
@@ -308,99 +309,19 @@ impl Backend for CudaBackend {
     }
 }
 
-/// What a [`CudaJob`] gets to enqueue its launch on a CUDA slot.
-///
-/// # Examples
-///
-/// A job that copies its input words to its output with the context's stream and buffers
-/// (a device-to-device copy, no kernel). It runs on the Host slot everywhere, and on a CUDA
-/// slot too where a GPU is usable (skipped without one, so this passes on CI):
-///
-/// ```
-/// use gmprt_offload::cuda::{CudaBackend, CudaJob, LaunchCtx};
-/// use gmprt_offload::{Backend, Device, Job, OffloadError, Phases};
-///
-/// struct Copy;
-/// impl Job for Copy {
-///     fn name(&self) -> &'static str { "copy" }
-///     fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
-///         output[..n].copy_from_slice(&input[..n]);
-///         Ok(())
-///     }
-/// }
-/// impl CudaJob for Copy {
-///     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
-///         let (src, mut dst) = (ctx.input.slice(..n), ctx.output.slice_mut(..n));
-///         ctx.stream.memcpy_dtod(&src, &mut dst).map_err(|e| OffloadError::Driver {
-///             op: format!("cuMemcpyDtoDAsync on {}", ctx.backend.name()),
-///             msg: e.to_string(),
-///         })
-///     }
-/// }
-///
-/// let run_on = |backend: &dyn Backend| {
-///     let mut slot = backend.new_slot(3, 3).unwrap();
-///     slot.staging_in().copy_from_slice(&[7, 8, 9]);
-///     slot.run(&Copy, 3, 3, 3, Phases::ALL).unwrap();
-///     slot.staging_out().to_vec()
-/// };
-/// assert_eq!(run_on(Device::host().backend()), [7, 8, 9]);
-/// if let Ok(gpu) = CudaBackend::new(0) {
-///     assert_eq!(run_on(&gpu), [7, 8, 9]);
-/// }
-/// ```
-pub struct LaunchCtx<'a> {
-    /// The slot's stream; launches go here.
-    pub stream: &'a Arc<CudaStream>,
-    /// The device input buffer (first `n * in_words_per_item` words are the batch).
-    pub input: CudaView<'a, u32>,
-    /// The device output buffer.
-    pub output: CudaViewMut<'a, u32>,
-    /// The device (modules, cuBLAS).
-    pub backend: &'a CudaBackend,
-}
-
-/// A [`Job`](crate::Job) that can also be launched on a CUDA slot: what a [`Slot`] runs
-/// (Host and simulated slots call [`Job::run_host`](crate::Job::run_host), a CUDA slot
-/// [`launch_cuda`](CudaJob::launch_cuda)). A job with no CUDA kernel returns an error from
-/// `launch_cuda`.
-///
-/// # Examples
-///
-/// A host-only job: its CUDA side says so. It runs on the Host slot; on a CUDA slot (where a
-/// GPU is usable; skipped without one, so this passes on CI) its batch fails with that error.
-///
-/// ```
-/// use gmprt_offload::cuda::{CudaBackend, CudaJob, LaunchCtx};
-/// use gmprt_offload::{Backend, Device, Job, OffloadError, Phases};
-///
-/// struct Count;
-/// impl Job for Count {
-///     fn name(&self) -> &'static str { "count" }
-///     fn run_host(&self, n: usize, _input: &[u32], output: &mut [u32]) -> Result<(), String> {
-///         (0..n).for_each(|i| output[i] = i as u32);
-///         Ok(())
-///     }
-/// }
-/// impl CudaJob for Count {
-///     fn launch_cuda(&self, _ctx: &mut LaunchCtx<'_>, _n: usize) -> Result<(), OffloadError> {
-///         Err(OffloadError::Config("count has no CUDA kernel".into()))
-///     }
-/// }
-///
-/// let mut slot = Device::host().backend().new_slot(0, 4).unwrap();
-/// slot.run(&Count, 4, 0, 4, Phases::ALL).unwrap();
-/// assert_eq!(slot.staging_out(), [0, 1, 2, 3]);
-/// if let Ok(gpu) = CudaBackend::new(0) {
-///     let mut slot = gpu.new_slot(0, 4).unwrap();
-///     let err = slot.run(&Count, 4, 0, 4, Phases::ALL).unwrap_err();
-///     assert_eq!(err, OffloadError::Config("count has no CUDA kernel".into()));
-/// }
-/// ```
-pub trait CudaJob: crate::Job {
-    /// Enqueues the computation of `n` items on `ctx`'s stream, reading `ctx`'s input buffer
-    /// and writing its output buffer. Must not synchronise.
-    fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError>;
+impl crate::job::LaunchDevice for CudaBackend {
+    fn name(&self) -> &str {
+        CudaBackend::name(self)
+    }
+    fn sm_count(&self) -> u32 {
+        CudaBackend::sm_count(self)
+    }
+    fn function(&self, src: &CudaSource, function: &str) -> Result<CudaFunction, OffloadError> {
+        CudaBackend::function(self, src, function)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 /// `PhaseTimes` from four events recorded in order on one stream at the phase boundaries; the

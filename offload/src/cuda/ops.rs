@@ -173,7 +173,7 @@ impl CudaBackend {
             let record = |i: usize| ev[i].record(s).map_err(|e| driver_err("cuEventRecord", e));
             record(0)?;
             record(1)?;
-            let cfg = config(blocks, self);
+            let cfg = config(blocks, self.inner.sms);
             let mut b = s.launch_builder(&f);
             b.arg(&seed).arg(&blocks).arg(&mut hits);
             // SAFETY: arguments match `gmprt_pi_hits(unsigned long long seed, unsigned long
@@ -237,7 +237,7 @@ impl CudaBackend {
             let record = |i: usize| ev[i].record(s).map_err(|e| driver_err("cuEventRecord", e));
             record(0)?;
             record(1)?;
-            let cfg = config(blocks, self);
+            let cfg = config(blocks, self.inner.sms);
             let mut b = s.launch_builder(&f);
             b.arg(&seed).arg(&c.spot).arg(&c.strike).arg(&c.t).arg(&c.rate).arg(&c.vol);
             b.arg(&is_call).arg(&blocks).arg(&mut sums);
