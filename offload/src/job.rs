@@ -162,4 +162,13 @@ pub trait CudaJob: Job {
     /// Enqueues the computation of `n` items on `ctx`'s stream, reading `ctx`'s input buffer
     /// and writing its output buffer. Must not synchronise.
     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError>;
+
+    /// Untimed work a CUDA slot does before a run's first event, when the run launches the
+    /// job: what only the first launch of a shape costs on the host (cuBLAS choosing and
+    /// loading its kernel), so that no timed phase holds it. Same stream and buffers as the
+    /// launch; the input is not uploaded yet (it holds the previous batch's words, or zeros),
+    /// so whatever this computes must be overwritten by the launch. Default: nothing.
+    fn prepare_cuda(&self, _ctx: &mut LaunchCtx<'_>, _n: usize) -> Result<(), OffloadError> {
+        Ok(())
+    }
 }

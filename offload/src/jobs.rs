@@ -258,6 +258,11 @@ impl CudaJob for SmallSgemm {
     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
         cuda::launch_sgemm_batched(ctx, n, self.m, self.n, self.k)
     }
+    /// The first batch of this shape on a slot's stream runs its GEMM once untimed first
+    /// (`cuda::warm_sgemm_batched`; issue 27).
+    fn prepare_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
+        cuda::warm_sgemm_batched(ctx, n, self.m, self.n, self.k)
+    }
 }
 
 impl BatchKernel for SmallSgemm {

@@ -238,6 +238,32 @@ pub fn launch_saxpy(ctx: &mut LaunchCtx<'_>, n: usize, a: f32) -> Result<(), Off
     Ok(())
 }
 
+/// Runs [`launch_sgemm_batched`] once, untimed, the first time `ctx`'s stream meets an
+/// (m, n, k) shape, and does nothing after that: the first cuBLAS call of a shape does host
+/// work (heuristics, kernel choice, module loads) while the GPU idles (the H200 timed a first
+/// 123×77×45 GEMM at 71.6 ms), which must not land in a timed phase. For
+/// [`CudaJob::prepare_cuda`](crate::job::CudaJob::prepare_cuda), before a slot's first event; what it computes from the
+/// not-yet-uploaded input is overwritten by the run's own launch (beta = 0). Keyed like the
+/// one-shot `CudaBackend::sgemm`'s warm-up (stream, m, n, k), so batch sizes share it.
+pub fn warm_sgemm_batched(
+    ctx: &mut LaunchCtx<'_>,
+    count: usize,
+    m: usize,
+    n: usize,
+    k: usize,
+) -> Result<(), OffloadError> {
+    let Some(backend) = ctx.backend.as_any().downcast_ref::<CudaBackend>() else {
+        return Ok(()); // not gmprt's backend: nothing of ours to warm
+    };
+    let key = (ctx.stream.cu_stream() as usize, m, n, k);
+    if backend.inner.gemm_warm.lock().contains(&key) {
+        return Ok(());
+    }
+    launch_sgemm_batched(ctx, count, m, n, k)?;
+    backend.inner.gemm_warm.lock().insert(key);
+    Ok(())
+}
+
 /// Enqueues `count` independent products C_i = A_i·B_i (m×k by k×n, row-major) as one
 /// strided-batched cuBLAS call. Input words: all A_i (count·m·k) then all B_i (count·k·n);
 /// output words: all C_i (count·m·n). `k = 0` writes zeros (empty sums) without cuBLAS;

@@ -255,6 +255,16 @@ impl CudaSlot {
     ) -> Result<(), OffloadError> {
         let record =
             |ev: &CudaEvent, s: &CudaStream| ev.record(s).map_err(|e| driver_err("cuEventRecord", e));
+        if phases.kernel {
+            // Before the first event: a first launch's host work is not a phase (CudaJob::prepare_cuda).
+            let mut ctx = LaunchCtx {
+                stream: &self.stream,
+                input: self.dev_in.slice(..in_words),
+                output: self.dev_out.slice_mut(..out_words),
+                backend: &self.backend,
+            };
+            job.prepare_cuda(&mut ctx, n)?;
+        }
         record(&self.events[0], &self.stream)?;
         if phases.h2d && in_words > 0 {
             // SAFETY: `in_ptr` is valid for `pinned_in.len() >= in_words` initialised words
