@@ -22,7 +22,10 @@
 //! see `super::sync`): the worker thread sleeps in the driver instead of spinning for the
 //! whole batch, leaving its core to the runtime's workers (the price is a few microseconds of
 //! wake-up latency per batch); with `GMPRT_CUDA_SYNC=spin` it is a plain event and the
-//! context's spin flag makes the worker poll.
+//! context's spin flag makes the worker poll. Under `auto` (the default) the worker first
+//! polls the event for [`SPIN_BEFORE_BLOCK`] and only then sleeps on it: a tiny batch,
+//! done within that, returns without the sleep and the interrupt wake-up (issue 27, item 4);
+//! `blocking` sleeps at once, as asked.
 //!
 //! First use: [`CudaSlot::new`] compiles/loads every module and creates the stream's cuBLAS
 //! handle, so `CudaJob::launch_cuda` only finds cached functions and an existing handle inside
@@ -35,6 +38,7 @@ use cudarc::driver::sys::{CUevent_flags, CU_MEMHOSTALLOC_WRITECOMBINED};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
 use gmprt_kernels::KernelError;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// A CUDA [`Slot`]: stream, pinned staging, device buffers, four timing events.
 ///
@@ -338,9 +342,10 @@ impl Slot for CudaSlot {
             .into());
         }
         self.backend.context().bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
-        let done = self
-            .enqueue(job, n, in_words, out_words, phases)
-            .and_then(|()| self.events[3].synchronize().map_err(|e| driver_err("cuEventSynchronize", e)));
+        let spin =
+            if self.backend.sync_mode() == SyncMode::Auto { SPIN_BEFORE_BLOCK } else { Duration::ZERO };
+        let done =
+            self.enqueue(job, n, in_words, out_words, phases).and_then(|()| wait(&self.events[3], spin));
         if let Err(e) = done {
             // Part of the run may be queued: let it finish before the caller touches the
             // staging buffers again (its own error, if any, is the one already reported).
@@ -349,6 +354,31 @@ impl Slot for CudaSlot {
         }
         phase_times(&self.events, phases)
     }
+}
+
+/// How long a slot's run polls its last event under `GMPRT_CUDA_SYNC=auto` before it sleeps on
+/// it: 20 µs. On the H200 an empty launch's round trip took 8.9 µs spinning and 19.8 µs
+/// blocking (`CudaBackend::launch_costs`, means of 1,000; `benches/results/h200-2026-11-26/`):
+/// a batch done within about the cost of the sleep and wake-up returns without them, and a
+/// longer one holds its worker's core at most 20 µs more before it sleeps.
+pub const SPIN_BEFORE_BLOCK: Duration = Duration::from_micros(20);
+
+/// Waits for `ev`: polls it (`cuEventQuery`) for up to `spin`, then `cuEventSynchronize`. The
+/// caller has bound the context to this thread.
+fn wait(ev: &CudaEvent, spin: Duration) -> Result<(), OffloadError> {
+    if !spin.is_zero() {
+        let t = Instant::now();
+        loop {
+            if ev.try_is_complete().map_err(|e| driver_err("cuEventQuery", e))? {
+                return Ok(());
+            }
+            if t.elapsed() >= spin {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+    }
+    ev.synchronize().map_err(|e| driver_err("cuEventSynchronize", e))
 }
 
 impl Drop for CudaSlot {
