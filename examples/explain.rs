@@ -399,13 +399,25 @@ fn plot(
             .collect::<Result<_, Box<dyn Error>>>()?;
         cpu_lines.push((c.procs, ys));
     }
+    // The cache-resident fit at the most Ps, when the profile has one: a dashed line beside the
+    // priced ones (the best case the CPU reaches on warm data; the model does not price it).
+    let resident: Option<(usize, Vec<(f64, f64)>)> = kp
+        .cpu_resident
+        .iter()
+        .max_by_key(|c| c.procs)
+        .map(|c| (c.procs, xs.iter().map(|&x| (x, c.fit.eval(kp.size.work(x)))).collect()));
     let gpu = |r: Residency| -> Result<Vec<(f64, f64)>, Box<dyn Error>> {
         xs.iter().map(|&x| Ok((x, model.predict(k.name, x, r, 0.0)?.gpu_total))).collect()
     };
     let gpu_host = gpu(Residency::Host)?;
     let gpu_dev = gpu(Residency::Device)?;
-    let all_y =
-        cpu_lines.iter().flat_map(|(_, l)| l.iter()).chain(&gpu_host).chain(&gpu_dev).map(|&(_, y)| y);
+    let all_y = cpu_lines
+        .iter()
+        .flat_map(|(_, l)| l.iter())
+        .chain(resident.iter().flat_map(|(_, l)| l.iter()))
+        .chain(&gpu_host)
+        .chain(&gpu_dev)
+        .map(|&(_, y)| y);
     let (mut y0, mut y1) = (f64::INFINITY, 0.0f64);
     for y in all_y.filter(|y| *y > 0.0 && y.is_finite()) {
         y0 = y0.min(y);
@@ -478,6 +490,13 @@ fn plot(
             .draw_series(LineSeries::new(pts, color.stroke_width(2)))?
             .label(format!("CPU, {procs} P"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3)));
+    }
+    if let Some((procs, pts)) = resident {
+        let color = HSLColor(0.60, 0.75, 0.25);
+        chart
+            .draw_series(DashedLineSeries::new(pts, 6, 4, color.stroke_width(2)))?
+            .label(format!("CPU, {procs} P, cache-resident (best case, not priced)"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(1)));
     }
     let host_color = RGBColor(214, 39, 40);
     let dev_color = RGBColor(255, 127, 14);

@@ -26,11 +26,12 @@
 //! The model's CPU prediction is taken at that P count. Nothing is copied to or from the
 //! device, and the device is not touched at all.
 //!
-//! The model's CPU times are calibrated by a task on the runtime (`calibrate::CpuKernels`), whose
-//! `parallel_for` starts on the chunks at once. A CPU-placed batch starts from the Batcher's
-//! worker thread, outside the runtime, and first waits for an M to wake (5–100 µs on the dev
-//! VM when its vCPU had halted): small CPU batches take longer than predicted by about that,
-//! and the logged model error shows it.
+//! The model's CPU times are calibrated the way a CPU-placed batch runs (`calibrate::CpuKernels`,
+//! "as called"): from a thread outside the runtime once its Ps have parked, so the fit's fixed
+//! cost holds the M wake-up a batch pays (5–100 µs on the dev VM when its vCPU had halted), on
+//! operands evicted from the caches. Profiles measured before issue 27 timed the CPU from a
+//! task with warm buffers (`DeviceProfile::cpu_timing` says which): with those, small CPU
+//! batches take longer than predicted by about that wake-up, and the logged model error shows it.
 use crate::error::OffloadError;
 use crate::model::{duration as secs, profile_kernel_name};
 use crate::model::{CostModel, Residency, Size};
