@@ -332,6 +332,15 @@ fn explain(model: &CostModel, k: &Kernel, n: usize, resident: bool, out: &Path) 
     println!("{}: n = {n} {unit}, {} [{t}]", k.flag, residency_name(chosen));
     print_breakdown(&b, &t);
     if p.source == ProfileSource::Measured {
+        if let Some(r) = &p.launch_round_trip {
+            println!(
+                "  launch + sync, driver floor: spin {}, blocking {}; the slots (sync {}) {} [{t}]",
+                secs(r.spin),
+                secs(r.blocking),
+                r.sync_mode,
+                secs(p.launch_sync)
+            );
+        }
         println!("  CPU timed {} [{t}]", p.cpu_timing.describe());
         let x = kp.size.work(n as f64);
         for c in &kp.cpu_resident {

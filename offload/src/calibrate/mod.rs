@@ -239,6 +239,21 @@ pub fn calibrate(device: &Device, opts: &CalibrateOptions) -> Result<DeviceProfi
         }
         None => ("host".to_string(), "-".to_string()),
     };
+    // The driver's floors beside the slots' own round trip (1,000 launches: the CUDA test's
+    // count, tens of ms).
+    // Not fatal: switching the context's flags needs CUDA >= 12.1; without the floors the
+    // profile is still whole (the field stays empty, and the reason is printed).
+    let launch_round_trip = device.cuda_backend().and_then(|c| match c.launch_costs(1000) {
+        Ok(l) => Some(crate::model::LaunchRoundTrip {
+            spin: l.launch_sync_spin.as_secs_f64(),
+            blocking: l.launch_sync_blocking.as_secs_f64(),
+            sync_mode: l.sync_mode.name().to_string(),
+        }),
+        Err(e) => {
+            eprintln!("calibrate: the driver's launch + sync floors were not measured: {e}");
+            None
+        }
+    });
     Ok(DeviceProfile {
         device: name,
         kind: device.kind_name().to_string(),
@@ -253,6 +268,7 @@ pub fn calibrate(device: &Device, opts: &CalibrateOptions) -> Result<DeviceProfi
         d2h,
         kernels,
         cpu_timing: crate::model::CpuTiming::AsCalled,
+        launch_round_trip,
     })
 }
 

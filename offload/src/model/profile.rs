@@ -301,6 +301,33 @@ pub struct DeviceProfile {
     /// timed them cache-resident: read as [`CpuTiming::Resident`]).
     #[serde(default)]
     pub cpu_timing: CpuTiming,
+    /// The driver's own launch + synchronize floors on CUDA, spinning and blocking, beside the
+    /// slots' `launch_sync` (`None` on Host, simulated, published and older profiles).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_round_trip: Option<LaunchRoundTrip>,
+}
+
+/// An empty kernel's launch + `cuStreamSynchronize` with no slot around it, in both ways a host
+/// thread can wait (`CudaBackend::launch_costs`, means of 1,000 launches), and the sync mode
+/// the slots ran with when `launch_sync` was measured. The cost model charges
+/// `launch_sync − launch_enqueue`: the slots' own round trip in their own mode (under `auto` a
+/// slot spins up to `cuda::SPIN_BEFORE_BLOCK` before it sleeps, so a tiny batch pays about the
+/// spinning floor); these two say how far that is from the driver's floors.
+///
+/// ```
+/// use gmprt_offload::model::LaunchRoundTrip;
+/// // The H200 run's figures (its CUDA test's launch_costs line).
+/// let r = LaunchRoundTrip { spin: 8.9e-6, blocking: 19.8e-6, sync_mode: "auto".into() };
+/// assert!(r.blocking > r.spin);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LaunchRoundTrip {
+    /// Seconds, context flag `CU_CTX_SCHED_SPIN`.
+    pub spin: f64,
+    /// Seconds, context flag `CU_CTX_SCHED_BLOCKING_SYNC`.
+    pub blocking: f64,
+    /// `spin`, `blocking` or `auto`: how the slots waited when `launch_sync` was measured.
+    pub sync_mode: String,
 }
 
 /// The H100 SXM published profile (JSON, compiled in).

@@ -49,5 +49,6 @@ pub fn saxpy_profile(
             cpu_resident: vec![],
         }],
         cpu_timing: Default::default(),
+        launch_round_trip: None,
     }
 }
