@@ -31,8 +31,11 @@
 //! measured; a phase off by more than 25% makes the run exit 1.
 //!
 //! `--help` lists every flag; bad flags exit 2 with the reason.
+use gmprt::kernels::precision::Precision;
 use gmprt::offload::calibrate::{calibrate, verify, CalibrateOptions, TOLERANCE};
-use gmprt::offload::model::{Breakdown, CostModel, Crossover, DeviceProfile, ProfileSource, Residency};
+use gmprt::offload::model::{
+    sgemm_kernel_name, Breakdown, CostModel, Crossover, DeviceProfile, ProfileSource, Residency,
+};
 use gmprt::offload::{Device, DeviceKind};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -146,6 +149,10 @@ struct Args {
     /// --device host, cuda, auto with a GPU, or a profile measured on this machine)
     #[arg(long, conflicts_with = "resident")]
     verify: bool,
+    /// The precision SGEMM is priced at: fp32, or the tensor cores' tf32 or bf16 (opt-in; a
+    /// profile has them when calibrated on CUDA)
+    #[arg(long, value_name = "P", default_value = "fp32", value_parser = Precision::parse)]
+    precision: Precision,
 }
 
 impl Cli for Args {
@@ -330,6 +337,14 @@ fn explain(model: &CostModel, k: &Kernel, n: usize, resident: bool, out: &Path) 
     let b = model.predict(k.name, n as f64, chosen, 0.0).map_err(|e| e.to_string())?;
     println!();
     println!("{}: n = {n} {unit}, {} [{t}]", k.flag, residency_name(chosen));
+    if k.flag == "sgemm" {
+        let p = match k.name {
+            "sgemm_tf32" => "TF32 (tensor cores; inputs rounded to 10 mantissa bits, FP32 sums)",
+            "sgemm_bf16" => "BF16 (tensor cores; inputs rounded to 7 mantissa bits, FP32 sums)",
+            _ => "FP32",
+        };
+        println!("  priced at {p} [{t}]");
+    }
     print_breakdown(&b, &t);
     if p.source == ProfileSource::Measured {
         if let Some(r) = &p.launch_round_trip {
@@ -603,14 +618,20 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
         println!("{NAME}: figures from {citation} [{t}]");
     }
     let model = CostModel::new(profile);
-    let todo: Vec<(&Kernel, usize)> = if a.all {
-        KERNELS.iter().map(|k| (k, k.default_n)).collect()
+    // SGEMM is priced at the asked precision (`sgemm`, `sgemm_tf32`, `sgemm_bf16`).
+    let priced = |k: &Kernel| -> Kernel {
+        let name = if k.name == "sgemm" { sgemm_kernel_name(a.precision) } else { k.name };
+        Kernel { name, ..k.clone() }
+    };
+    let todo: Vec<(Kernel, usize)> = if a.all {
+        KERNELS.iter().map(|k| (priced(k), k.default_n)).collect()
     } else {
         let k = a.kernel.as_ref().expect("clap requires --kernel or --all");
-        vec![(k, a.n.unwrap_or(k.default_n))]
+        vec![(priced(k), a.n.unwrap_or(k.default_n))]
     };
     let mut failed = false;
-    for &(k, n) in &todo {
+    for (k, n) in &todo {
+        let (k, n) = (k, *n);
         if let Err(e) = explain(&model, k, n, a.resident, &a.out) {
             eprintln!("{NAME}: {}: {e}", k.flag);
             failed = true;
@@ -704,6 +725,17 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::ArgumentConflict);
         let a: Args = try_parse_from([NAME, "--kernel", "saxpy", "--device", "host", "--verify"]).unwrap();
         assert!(a.verify);
+    }
+
+    /// `--precision` picks the SGEMM the model prices; FP32 by default, a bad name exits 2.
+    #[test]
+    fn precision_picks_the_sgemm_priced() {
+        let a: Args = try_parse_from([NAME, "--kernel", "sgemm"]).unwrap();
+        assert_eq!(a.precision, Precision::Fp32);
+        let a: Args = try_parse_from([NAME, "--kernel", "sgemm", "--precision", "bf16"]).unwrap();
+        assert_eq!(sgemm_kernel_name(a.precision), "sgemm_bf16");
+        let e = try_parse_from::<Args, _, _>([NAME, "--kernel", "sgemm", "--precision", "fp16"]).unwrap_err();
+        assert!(e.to_string().contains("fp32, tf32 or bf16"), "{e}");
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! 2. one green task per row block (gmprt `parallel_for` over the Ps, a cache-blocked kernel);
 //! 3. a well-kept Rust GEMM crate on all cores (see `gmprt_kernels::sgemm::sgemm_crate`);
 //! 4. the device: cuBLAS on a GPU (timed by CUDA events, transfers shown apart), or the Host
-//!    stand-in when there is none (then it is rung 3 again, labelled so).
+//!    stand-in when there is none (then it is rung 3 again, labelled so); then the same at TF32
+//!    and BF16 (the tensor cores on a GPU; on the Host the inputs rounded the same way), whose
+//!    max rel err shows what the opt-in precision costs in accuracy.
 //!
 //! ```text
 //! cargo run --release --example matmul_ladder -- [--n 1024] [--naive-max 1024] [--procs P] [--repeats 5]
@@ -14,6 +16,7 @@
 //! reference; rung 4's is reported apart, with its setup: the first call of a shape does host
 //! work that a steady caller does not pay). Rung 4's "kernel" is device time, between two CUDA
 //! events around the GEMM alone; the copies and the whole call's wall time are shown beside it.
+use gmprt::kernels::precision::Precision;
 use gmprt::kernels::sgemm::{sgemm_crate, sgemm_naive, sgemm_rows};
 use gmprt::offload::{Device, DeviceKind};
 use std::time::{Duration, Instant};
@@ -154,10 +157,30 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
     row(&format!("2. green task per {ROWS_PER_TASK} rows, {procs} procs"), green_t, &c);
     row(&format!("3. GEMM crate, {procs} threads"), crate_t, &c3);
 
+    device_rungs(&device, Precision::Fp32, n, reps, &a, &bm, &matrix, &row);
+    // Tensor-core precisions, opt-in (issue 27, item 3): faster on a GPU, less exact (the max
+    // rel err column shows by how much); on the Host the inputs are rounded the same way.
+    for p in [Precision::Tf32, Precision::Bf16] {
+        device_rungs(&device, p, n, reps, &a, &bm, &matrix, &row);
+    }
+}
+
+/// Rung 4 at `precision`: a first call (its wall reported), then the median of `reps` calls.
+#[allow(clippy::too_many_arguments)]
+fn device_rungs(
+    device: &Device,
+    precision: Precision,
+    n: usize,
+    reps: usize,
+    a: &[f32],
+    bm: &[f32],
+    matrix: &dyn Fn() -> Vec<f32>,
+    row: &dyn Fn(&str, Duration, &[f32]) -> f64,
+) {
     let mut c = matrix();
     let mut call = || {
         let t = Instant::now();
-        device.sgemm(n, n, n, &a, &bm, &mut c).map(|ph| (ph, t.elapsed()))
+        device.sgemm_with(precision, n, n, n, a, bm, &mut c).map(|ph| (ph, t.elapsed()))
     };
     match call() {
         Err(e) => println!("4. device failed: {e}"),
@@ -172,13 +195,24 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
                         v.sort();
                         v[v.len() / 2]
                     };
+                    let p = precision.name().to_uppercase();
                     if device.kind() == DeviceKind::Cuda {
-                        row("4. cuBLAS, kernel (device time, events)", med(&|r| r.0.kernel), &c);
-                        row("4. cuBLAS incl. H2D + D2H", med(&|r| r.0.h2d + r.0.kernel + r.0.d2h), &c);
-                        row("4. cuBLAS, wall of the call", med(&|r| r.1), &c);
-                        row("4. cuBLAS, first call's wall (incl. setup)", first_wall, &c);
-                    } else {
+                        row(
+                            &format!("4. cuBLAS {p}, kernel (device time, events)"),
+                            med(&|r| r.0.kernel),
+                            &c,
+                        );
+                        row(
+                            &format!("4. cuBLAS {p} incl. H2D + D2H"),
+                            med(&|r| r.0.h2d + r.0.kernel + r.0.d2h),
+                            &c,
+                        );
+                        row(&format!("4. cuBLAS {p}, wall of the call"), med(&|r| r.1), &c);
+                        row(&format!("4. cuBLAS {p}, first call's wall (incl. setup)"), first_wall, &c);
+                    } else if precision == Precision::Fp32 {
                         row("4. device = Host (no GPU): GEMM crate again", med(&|r| r.0.kernel), &c);
+                    } else {
+                        row(&format!("4. Host, inputs rounded to {p}, then FP32"), med(&|r| r.0.kernel), &c);
                     }
                 }
             }

@@ -24,6 +24,7 @@ pub mod math;
 pub mod monte_carlo;
 pub mod parallel;
 pub mod philox;
+pub mod precision;
 pub mod saxpy;
 pub mod sgemm;
 

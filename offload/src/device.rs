@@ -25,6 +25,7 @@ use crate::model::DeviceProfile;
 use crate::pool::{host_threads, HostPool};
 use crate::sim::{paced, SimBackend};
 use gmprt_kernels::black_scholes::{self, Contract};
+use gmprt_kernels::precision::Precision;
 use gmprt_kernels::{monte_carlo, sgemm, KernelError};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -575,21 +576,62 @@ impl Device {
         b: &[f32],
         c: &mut [f32],
     ) -> Result<PhaseTimes, OffloadError> {
+        self.sgemm_with(Precision::Fp32, m, n, k, a, b, c)
+    }
+
+    /// [`Device::sgemm`] at an explicit input [`Precision`]: FP32 is `sgemm`; TF32 and BF16
+    /// round A and B to 10 and 7 mantissa bits and accumulate in FP32 — the tensor cores on
+    /// CUDA (`cublasGemmStridedBatchedEx` with `CUBLAS_COMPUTE_32F_FAST_TF32` /
+    /// `_FAST_16BF`), the same rounding ([`Precision::round`]) then the GEMM crate on Host and
+    /// simulated devices, so every device returns what the GPU would within
+    /// [`Precision::tolerance`]. The simulated device paces TF32 and BF16 by the profile's
+    /// `sgemm_tf32` / `sgemm_bf16` when it has them, else by `sgemm`.
+    ///
+    /// ```
+    /// use gmprt_offload::kernels::precision::Precision;
+    /// use gmprt_offload::Device;
+    ///
+    /// // 1 + 2^-12 loses its last bit in TF32: the product says so.
+    /// let x = 1.0 + 2f32.powi(-12);
+    /// let mut c = [0.0f32];
+    /// let d = Device::host();
+    /// d.sgemm_with(Precision::Fp32, 1, 1, 1, &[x], &[1.0], &mut c).unwrap();
+    /// assert_eq!(c[0], x);
+    /// d.sgemm_with(Precision::Tf32, 1, 1, 1, &[x], &[1.0], &mut c).unwrap();
+    /// assert_eq!(c[0], 1.0);
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn sgemm_with(
+        &self,
+        precision: Precision,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: &[f32],
+        b: &[f32],
+        c: &mut [f32],
+    ) -> Result<PhaseTimes, OffloadError> {
         match &*self.inner {
-            Inner::Cuda(cuda) => cuda.sgemm(m, n, k, a, b, c),
+            Inner::Cuda(cuda) => cuda.sgemm_with(precision, m, n, k, a, b, c),
             Inner::Host(h) => {
                 sgemm::check_shapes(m, n, k, a.len(), b.len(), c.len())?;
+                let (a, b) = (precision.round_all(a), precision.round_all(b));
                 let t = Instant::now();
-                sgemm::sgemm_crate_on(HostPool::global(), m, n, k, a, b, c, h.threads())?;
+                sgemm::sgemm_crate_on(HostPool::global(), m, n, k, &a, &b, c, h.threads())?;
                 Ok(PhaseTimes { kernel: t.elapsed(), ..PhaseTimes::default() })
             }
             Inner::Sim(s) => {
                 sgemm::check_shapes(m, n, k, a.len(), b.len(), c.len())?;
+                let (a, b) = (precision.round_all(a), precision.round_all(b));
                 let ((), h2d) = paced(s.h2d_time(4.0 * (m * k + k * n) as f64), || ());
                 let flops = 2.0 * m as f64 * n as f64 * k as f64;
-                let predicted = s.kernel_time("sgemm", flops).unwrap_or(Duration::ZERO);
+                let kernel = crate::model::sgemm_kernel_name(precision);
+                let predicted = s
+                    .kernel_time(kernel, flops)
+                    .or_else(|| s.kernel_time("sgemm", flops))
+                    .unwrap_or(Duration::ZERO);
                 let (r, kernel) = paced(predicted, || {
-                    sgemm::sgemm_crate_on(HostPool::global(), m, n, k, a, b, c, host_threads())
+                    sgemm::sgemm_crate_on(HostPool::global(), m, n, k, &a, &b, c, host_threads())
                 });
                 r?;
                 let ((), d2h) = paced(s.d2h_time(4.0 * (m * n) as f64), || ());

@@ -162,6 +162,7 @@ fn main() -> ExitCode {
             option_paths_agree_with_cpu_and_black_scholes,
         ),
         gpu_test("sgemm_matches_cpu", sgemm_matches_cpu),
+        gpu_test("sgemm_tf32_and_bf16_within_their_tolerance", sgemm_tf32_and_bf16_within_their_tolerance),
         gpu_test("sgemm_batched_on_a_slot_matches_cpu", sgemm_batched_on_a_slot_matches_cpu),
         gpu_test("slot_resident_runs_time_each_phase_alone", slot_resident_runs_time_each_phase_alone),
         gpu_test("slot_errors_leave_it_usable", slot_errors_leave_it_usable),
@@ -715,6 +716,37 @@ fn sgemm_matches_cpu(b: &CudaBackend) {
     b.sgemm(2, 3, 0, &[], &[], &mut zeros).expect("k = 0");
     assert_eq!(zeros, vec![0.0; 6]);
     assert!(matches!(b.sgemm(2, 2, 2, &[0.0; 3], &[0.0; 4], &mut [0.0; 4]), Err(OffloadError::Kernel(_))));
+}
+
+/// TF32 and BF16 on the tensor cores (issue 27, item 3): each element within its precision's
+/// bound of the exact product, and within twice that of the Host's emulation (the same input
+/// rounding, then FP32).
+fn sgemm_tf32_and_bf16_within_their_tolerance(b: &CudaBackend) {
+    use gmprt_offload::kernels::precision::Precision;
+    let (m, n, k) = (123, 77, 256);
+    let a: Vec<f32> = (0..(m * k) as u64).map(|i| det(i, 5)).collect();
+    let bm: Vec<f32> = (0..(k * n) as u64).map(|i| det(i, 6)).collect();
+    let exact = gemm_f64(m, n, k, &a, &bm);
+    // Σ_p |a_ip·b_pj| per element: what the bound is relative to.
+    let abs_a: Vec<f32> = a.iter().map(|x| x.abs()).collect();
+    let abs_b: Vec<f32> = bm.iter().map(|x| x.abs()).collect();
+    let scale = gemm_f64(m, n, k, &abs_a, &abs_b);
+    for p in [Precision::Tf32, Precision::Bf16] {
+        let mut gpu = vec![f32::NAN; m * n];
+        let t = b.sgemm_with(p, m, n, k, &a, &bm, &mut gpu).expect("gpu sgemm_with");
+        let mut host = vec![f32::NAN; m * n];
+        gmprt_offload::Device::host().sgemm_with(p, m, n, k, &a, &bm, &mut host).expect("host emulation");
+        let tol = p.tolerance(k);
+        for i in 0..m * n {
+            let (g, h, w, s) = (gpu[i] as f64, host[i] as f64, exact[i], scale[i].max(f64::MIN_POSITIVE));
+            assert!((g - w).abs() <= tol * s, "{p} #{i}: gpu {g} exact {w} (bound {})", tol * s);
+            assert!((g - h).abs() <= 2.0 * tol * s, "{p} #{i}: gpu {g} host emulation {h}");
+        }
+        let mut fp32 = vec![0f32; m * n];
+        b.sgemm(m, n, k, &a, &bm, &mut fp32).expect("gpu sgemm");
+        let differs = gpu.iter().zip(&fp32).filter(|(x, y)| x != y).count();
+        println!("sgemm {p} {m}x{n}x{k}: {t:?}; {differs} of {} elements differ from FP32", m * n);
+    }
 }
 
 fn sgemm_batched_on_a_slot_matches_cpu(b: &CudaBackend) {

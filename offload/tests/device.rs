@@ -314,3 +314,45 @@ fn host_devices_have_no_first_use_costs() {
     assert_eq!(h.warm_up().unwrap(), None);
     assert_eq!(h.first_use(), None);
 }
+
+/// TF32 and BF16 on the Host (issue 27, item 3): the inputs rounded as the tensor cores round
+/// them, then FP32. Each element within its precision's bound of the exact product, the
+/// rounding visible (the results are not FP32's), and the same rounding on the simulated device;
+/// bad shapes are refused as for FP32.
+#[test]
+fn host_tf32_and_bf16_round_the_inputs_and_stay_within_their_bound() {
+    use gmprt_offload::kernels::precision::Precision;
+    use gmprt_offload::model::DeviceProfile;
+    let (m, n, k) = (19, 23, 200);
+    // Values with full 23-bit mantissas, in [-1, 1).
+    let val = |i: usize, s: u64| {
+        let x = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15 ^ s);
+        ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    };
+    let a: Vec<f32> = (0..m * k).map(|i| val(i, 1)).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| val(i, 2)).collect();
+    let exact = |i: usize, j: usize| (0..k).map(|p| a[i * k + p] as f64 * b[p * n + j] as f64).sum::<f64>();
+    let scale =
+        |i: usize, j: usize| (0..k).map(|p| (a[i * k + p] as f64 * b[p * n + j] as f64).abs()).sum::<f64>();
+    let mut fp32 = vec![0f32; m * n];
+    Device::host().sgemm(m, n, k, &a, &b, &mut fp32).unwrap();
+    let sim = Device::simulated(DeviceProfile::published_h100());
+    for p in [Precision::Tf32, Precision::Bf16] {
+        let mut c = vec![f32::NAN; m * n];
+        Device::host().sgemm_with(p, m, n, k, &a, &b, &mut c).unwrap();
+        let tol = p.tolerance(k);
+        for i in 0..m {
+            for j in 0..n {
+                let (g, w, s) = (c[i * n + j] as f64, exact(i, j), scale(i, j));
+                assert!((g - w).abs() <= tol * s, "{p} ({i},{j}): {g} vs exact {w}, bound {}", tol * s);
+            }
+        }
+        let differs = c.iter().zip(&fp32).filter(|(x, y)| x != y).count();
+        assert!(differs > m * n / 2, "{p}: only {differs} of {} elements differ from FP32", m * n);
+        let mut s = vec![f32::NAN; m * n];
+        sim.sgemm_with(p, m, n, k, &a, &b, &mut s).unwrap();
+        assert_eq!(s, c, "{p}: the simulated device rounds as the Host does");
+        let e = Device::host().sgemm_with(p, m, n, k, &a[1..], &b, &mut c).unwrap_err();
+        assert!(matches!(e, OffloadError::Kernel(_)), "{e:?}");
+    }
+}

@@ -258,6 +258,38 @@ fn kernel(name: &str, unit: &str, size: Size, samples: Vec<Sample>) -> KernelPro
     }
 }
 
+/// The tensor-core SGEMMs on CUDA (`sgemm_tf32`, `sgemm_bf16`: device time against 2N³
+/// flops at the plan's SGEMM sizes, as `sgemm`), with `fp32`'s CPU fits: the CPU has no faster
+/// path at lower precision, so an FP32 GEMM is its side of the comparison. Nothing on Host and
+/// simulated devices (no tensor cores: their TF32 is FP32's time plus a rounding pass).
+pub(super) fn tensor_core_sgemms(
+    device: &Device,
+    plan: &Plan,
+    fp32: &KernelProfile,
+) -> Result<Vec<KernelProfile>, OffloadError> {
+    use gmprt_kernels::precision::Precision;
+    if device.kind() != DeviceKind::Cuda {
+        return Ok(vec![]);
+    }
+    let mut out = vec![];
+    for p in [Precision::Tf32, Precision::Bf16] {
+        let mm = samples(
+            &plan.sgemm,
+            |n| 2.0 * (n as f64).powi(3),
+            |n| {
+                let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 0.25).collect();
+                let mut c = vec![0f32; n * n];
+                median(plan.reps, || Ok(device.sgemm_with(p, n, n, n, &a, &a, &mut c)?.kernel))
+            },
+        )?;
+        let mut k = kernel(crate::model::sgemm_kernel_name(p), "N (matrix side)", Size::MatrixN, mm);
+        k.cpu = fp32.cpu.clone();
+        k.cpu_resident = fp32.cpu_resident.clone();
+        out.push(k);
+    }
+    Ok(out)
+}
+
 /// Kernel phase of `job` over `n` items already uploaded to `slot`.
 fn slot_kernel(
     slot: &mut dyn Slot,

@@ -27,7 +27,8 @@
 //! * **kernels on the device**: Black-Scholes and SAXPY through a slot (upload untimed, kernel
 //!   phase timed, as `Device::run_bulk(.., resident = true)` does), SGEMM through
 //!   `Device::sgemm` (x = 2N³ flops), Monte Carlo through `Device::option_paths_sum`
-//!   (x = paths = 4 per Philox block);
+//!   (x = paths = 4 per Philox block); on CUDA also SGEMM on the tensor cores,
+//!   `sgemm_tf32` and `sgemm_bf16` (`Device::sgemm_with`), whose CPU side is FP32's;
 //! * **kernels on the CPU**: the same kernels on 1, 2, 4, … `max_procs` Ps of a fresh gmprt
 //!   [`Runtime`], split with `parallel_for` ([`CpuKernels`]; SGEMM: `sgemm_rows` per row
 //!   block), twice: *as called* — from a thread outside the runtime once its Ps have parked,
@@ -62,7 +63,7 @@ mod measure;
 mod verify;
 
 use cpu::cpu_kernels;
-use measure::{copies, device_copy, device_kernels, launch};
+use measure::{copies, device_copy, device_kernels, launch, tensor_core_sgemms};
 
 pub use crate::model::DEVICE_COPY;
 pub use cpu::CpuKernels;
@@ -231,6 +232,8 @@ pub fn calibrate(device: &Device, opts: &CalibrateOptions) -> Result<DeviceProfi
     let (h2d, d2h) = copies(device, &plan)?;
     let mut kernels = device_kernels(device, &plan)?;
     cpu_kernels(&plan, &mut kernels)?;
+    let fp32 = kernels.iter().find(|k| k.name == "sgemm").expect("device_kernels measures sgemm").clone();
+    kernels.extend(tensor_core_sgemms(device, &plan, &fp32)?);
     kernels.push(device_copy(device, &plan)?);
     let (name, driver) = match device.cuda_backend() {
         Some(c) => {

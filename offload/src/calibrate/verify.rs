@@ -141,12 +141,18 @@ pub fn verify(
             y.fill(0.5f32.to_bits());
             Box::new(move || timed(|| slot.run(&Saxpy { a: 2.0 }, n, 2 * n, n, Phases::ALL)))
         }
-        "sgemm" => {
+        "sgemm" | "sgemm_tf32" | "sgemm_bf16" => {
+            use gmprt_kernels::precision::Precision;
+            let precision = match kernel {
+                "sgemm_tf32" => Precision::Tf32,
+                "sgemm_bf16" => Precision::Bf16,
+                _ => Precision::Fp32,
+            };
             let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 0.25).collect();
             let mut c = vec![0f32; n * n];
             Box::new(move || {
                 let t = Instant::now();
-                let p = device.sgemm(n, n, n, &a, &a, &mut c)?;
+                let p = device.sgemm_with(precision, n, n, n, &a, &a, &mut c)?;
                 Ok((p, t.elapsed()))
             })
         }
@@ -177,7 +183,9 @@ pub fn verify(
         .procs(procs)
         .build()
         .map_err(|e| OffloadError::Config(format!("verify: cannot build a {procs}-P runtime: {e}")))?;
-    let cpu = CpuKernels::new(n, n).time(&rt.handle(), kernel, n, reps)?;
+    // The CPU side of a tensor-core SGEMM is the FP32 GEMM (`sgemm_kernel_name`).
+    let cpu_kernel = if kernel.starts_with("sgemm") { "sgemm" } else { kernel };
+    let cpu = CpuKernels::new(n, n).time(&rt.handle(), cpu_kernel, n, reps)?;
     let cpu_predicted = b.cpu.iter().find(|(p, _)| *p == procs).or(b.cpu.last()).map_or(0.0, |&(_, s)| s);
     Ok(vec![
         PhaseCheck { phase: "H2D".into(), predicted: b.h2d, measured: median(&|r| r.0.h2d) },

@@ -17,6 +17,7 @@ use cudarc::cublas::{Gemm, GemmConfig, StridedBatchedConfig};
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use gmprt_kernels::black_scholes::{IN_WORDS, OUT_WORDS};
 use gmprt_kernels::cuda::{BLACK_SCHOLES, FN_BLACK_SCHOLES, FN_SAXPY, SAXPY};
+use gmprt_kernels::precision::Precision;
 use gmprt_kernels::KernelError;
 use std::sync::{Arc, OnceLock};
 
@@ -255,7 +256,7 @@ pub fn warm_sgemm_batched(
     let Some(backend) = ctx.backend.as_any().downcast_ref::<CudaBackend>() else {
         return Ok(()); // not gmprt's backend: nothing of ours to warm
     };
-    let key = (ctx.stream.cu_stream() as usize, m, n, k);
+    let key = (ctx.stream.cu_stream() as usize, m, n, k, Precision::Fp32);
     if backend.inner.gemm_warm.lock().contains(&key) {
         return Ok(());
     }
@@ -361,7 +362,7 @@ pub fn launch_sgemm_batched(
                     ctx.backend.name()
                 ))
             })?;
-            gemm_f32(backend, ctx.stream, count, m, n, k, &a32, &b32, &mut c32)
+            gemm_f32(backend, ctx.stream, Precision::Fp32, count, m, n, k, &a32, &b32, &mut c32)
         }
         _ => {
             Err(OffloadError::Driver { op: "sgemm views".into(), msg: "view reinterpretation failed".into() })
@@ -411,6 +412,7 @@ pub(crate) fn cublas_available() -> Result<(), OffloadError> {
 pub(crate) fn gemm_f32(
     backend: &CudaBackend,
     stream: &Arc<CudaStream>,
+    precision: Precision,
     count: usize,
     m: usize,
     n: usize,
@@ -460,12 +462,63 @@ pub(crate) fn gemm_f32(
         });
     };
     let blas = handle.lock();
-    // SAFETY: cfg describes exactly the views: first operand Bᵀ is `count` blocks of k·n
-    // floats (b, length count·k·n), second Aᵀ `count` blocks of m·k (a), result `count`
-    // blocks of m·n (c), with leading dimensions within each block as derived above; the
-    // handle is bound to `stream`, the stream all three views are used on.
-    unsafe { blas.gemm_strided_batched(cfg, b, a, c) }
-        .map_err(|e| OffloadError::Driver { op: "cublasSgemmStridedBatched".into(), msg: e.to_string() })
+    let compute = match precision {
+        Precision::Fp32 => {
+            // SAFETY: cfg describes exactly the views: first operand Bᵀ is `count` blocks of k·n
+            // floats (b, length count·k·n), second Aᵀ `count` blocks of m·k (a), result `count`
+            // blocks of m·n (c), with leading dimensions within each block as derived above; the
+            // handle is bound to `stream`, the stream all three views are used on.
+            return unsafe { blas.gemm_strided_batched(cfg, b, a, c) }.map_err(|e| OffloadError::Driver {
+                op: "cublasSgemmStridedBatched".into(),
+                msg: e.to_string(),
+            });
+        }
+        Precision::Tf32 => cudarc::cublas::sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
+        Precision::Bf16 => cudarc::cublas::sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_16BF,
+    };
+    use cudarc::driver::{DevicePtr, DevicePtrMut};
+    let f32_t = cudarc::cublas::sys::cudaDataType_t::CUDA_R_32F;
+    let (alpha, beta) = (cfg.gemm.alpha, cfg.gemm.beta);
+    // Event tracking is off for this context (module docs): the records these return do nothing.
+    let (bp, _rb) = b.device_ptr(stream);
+    let (ap, _ra) = a.device_ptr(stream);
+    let (cp, _rc) = c.device_ptr_mut(stream);
+    // SAFETY: the same operands, shapes, strides and leading dimensions as the FP32 call above
+    // (cfg), as FP32 data (CUDA_R_32F) in device memory owned by the three views for the whole
+    // call; alpha and beta are host scalars (the handle's default pointer mode); the handle is
+    // bound to `stream`. The compute type only tells cuBLAS to round the inputs to TF32/BF16 on
+    // the tensor cores and accumulate in FP32.
+    unsafe {
+        cudarc::cublas::result::gemm_strided_batched_ex(
+            *blas.handle(),
+            cfg.gemm.transa,
+            cfg.gemm.transb,
+            cfg.gemm.m,
+            cfg.gemm.n,
+            cfg.gemm.k,
+            (&alpha) as *const f32 as *const _,
+            bp as *const _,
+            f32_t,
+            cfg.gemm.lda,
+            cfg.stride_a,
+            ap as *const _,
+            f32_t,
+            cfg.gemm.ldb,
+            cfg.stride_b,
+            (&beta) as *const f32 as *const _,
+            cp as *mut _,
+            f32_t,
+            cfg.gemm.ldc,
+            cfg.stride_c,
+            cfg.batch_size,
+            compute,
+            cudarc::cublas::sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+        )
+    }
+    .map_err(|e| OffloadError::Driver {
+        op: format!("cublasGemmStridedBatchedEx ({precision})"),
+        msg: e.to_string(),
+    })
 }
 
 #[cfg(test)]

@@ -124,6 +124,9 @@ impl std::fmt::Display for FirstUse {
     }
 }
 
+/// A GEMM shape on a stream, for the warm-up set: (stream key, m, n, k, precision).
+pub(crate) type GemmShape = (usize, usize, usize, usize, gmprt_kernels::precision::Precision);
+
 /// The state behind a [`CudaBackend`] (shared by its clones and its slots).
 pub(crate) struct Inner {
     /// The device's primary context, event tracking disabled (see the module docs).
@@ -141,9 +144,9 @@ pub(crate) struct Inner {
     /// lock (uncontended: one stream is used by one thread at a time), so GEMMs on different
     /// slots never wait for each other here.
     pub(crate) blas: Mutex<HashMap<usize, Arc<Mutex<CudaBlas>>>>,
-    /// GEMM shapes already run once on a stream (stream key, m, n, k): the one-shot `sgemm`
-    /// runs each new shape once untimed first (`ops.rs`).
-    pub(crate) gemm_warm: Mutex<std::collections::HashSet<(usize, usize, usize, usize)>>,
+    /// GEMM shapes already run once on a stream: the one-shot `sgemm` and a slot's batched
+    /// GEMM run each new shape once untimed first (`ops.rs`, `launch::warm_sgemm_batched`).
+    pub(crate) gemm_warm: Mutex<std::collections::HashSet<GemmShape>>,
     /// Stream of the one-shot operations (`sgemm`, `pi_hits`, ...), created on first use;
     /// the lock serialises those operations so that their event timings do not interleave.
     pub(crate) util: Mutex<Option<Arc<CudaStream>>>,

@@ -18,6 +18,7 @@ use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream, PushKernelArg};
 use gmprt_kernels::black_scholes::{Contract, OptionKind};
 use gmprt_kernels::cuda::{FN_OPTION_PATHS, FN_PI_HITS, MONTE_CARLO};
+use gmprt_kernels::precision::Precision;
 use gmprt_kernels::KernelError;
 use std::sync::Arc;
 
@@ -90,6 +91,22 @@ impl CudaBackend {
         b: &[f32],
         c: &mut [f32],
     ) -> Result<PhaseTimes, OffloadError> {
+        self.sgemm_with(Precision::Fp32, m, n, k, a, b, c)
+    }
+
+    /// [`CudaBackend::sgemm`] at an explicit input precision: TF32 and BF16 run on the tensor
+    /// cores (`cublasGemmStridedBatchedEx`, FP32 accumulation; `Device::sgemm_with`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn sgemm_with(
+        &self,
+        precision: Precision,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: &[f32],
+        b: &[f32],
+        c: &mut [f32],
+    ) -> Result<PhaseTimes, OffloadError> {
         let shape = |what, r: usize, col: usize, got: usize| match r.checked_mul(col) {
             Some(expected) if expected == got => Ok(()),
             Some(expected) => Err(OffloadError::Kernel(KernelError::Shape { what, expected, got })),
@@ -111,12 +128,23 @@ impl CudaBackend {
             // The first GEMM of a shape does host work (heuristics, kernel choice, module
             // loads) between the events while the GPU idles: the H200 timed a 123×77×45 GEMM
             // at 71.6 ms. Each new shape runs once untimed first, on zeroed operands (issue 27).
-            let key = (s.cu_stream() as usize, m, n, k);
+            let key = (s.cu_stream() as usize, m, n, k, precision);
             if !self.inner.gemm_warm.lock().contains(&key) {
                 let zeros =
                     |len: usize| s.alloc_zeros::<f32>(len).map_err(|e| driver_err("cuMemAllocAsync", e));
                 let (wa, wb, mut wc) = (zeros(a.len())?, zeros(b.len())?, zeros(c.len())?);
-                gemm_f32(self, s, 1, m, n, k, &wa.as_view(), &wb.as_view(), &mut wc.as_view_mut())?;
+                gemm_f32(
+                    self,
+                    s,
+                    precision,
+                    1,
+                    m,
+                    n,
+                    k,
+                    &wa.as_view(),
+                    &wb.as_view(),
+                    &mut wc.as_view_mut(),
+                )?;
                 s.synchronize().map_err(|e| driver_err("cuStreamSynchronize", e))?;
                 self.inner.gemm_warm.lock().insert(key);
             }
@@ -131,7 +159,7 @@ impl CudaBackend {
             s.memcpy_htod(a, &mut da).map_err(|e| driver_err("cuMemcpyHtoDAsync(a)", e))?;
             s.memcpy_htod(b, &mut db).map_err(|e| driver_err("cuMemcpyHtoDAsync(b)", e))?;
             record(1)?;
-            gemm_f32(self, s, 1, m, n, k, &da.as_view(), &db.as_view(), &mut dc.as_view_mut())?;
+            gemm_f32(self, s, precision, 1, m, n, k, &da.as_view(), &db.as_view(), &mut dc.as_view_mut())?;
             record(2)?;
             s.memcpy_dtoh(&dc, c).map_err(|e| driver_err("cuMemcpyDtoHAsync(c)", e))?;
             record(3)?;

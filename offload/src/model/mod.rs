@@ -21,6 +21,6 @@ pub use cost::{Bound, Breakdown, CostModel, Crossover, Pipeline, Residency, Verd
 pub use fit::{LinFit, Regime, Sample};
 pub(crate) use profile::duration;
 pub use profile::{
-    profile_kernel_name, CpuFit, CpuTiming, DeviceProfile, KernelProfile, LaunchRoundTrip, ProfileSource,
-    Size, TransferProfile, DEVICE_COPY,
+    profile_kernel_name, sgemm_kernel_name, CpuFit, CpuTiming, DeviceProfile, KernelProfile, LaunchRoundTrip,
+    ProfileSource, Size, TransferProfile, DEVICE_COPY,
 };

@@ -37,6 +37,25 @@ pub fn profile_kernel_name(job_name: &str) -> &str {
     }
 }
 
+/// The profile kernel an SGEMM at `precision` is priced by: `sgemm` (FP32), `sgemm_tf32`,
+/// `sgemm_bf16`. A CUDA calibration measures the last two on the device (the tensor cores);
+/// their CPU side is the FP32 GEMM's, since the CPU has no faster path at lower precision.
+///
+/// ```
+/// use gmprt_offload::kernels::precision::Precision;
+/// use gmprt_offload::model::sgemm_kernel_name;
+/// assert_eq!(sgemm_kernel_name(Precision::Fp32), "sgemm");
+/// assert_eq!(sgemm_kernel_name(Precision::Tf32), "sgemm_tf32");
+/// ```
+pub fn sgemm_kernel_name(precision: gmprt_kernels::precision::Precision) -> &'static str {
+    use gmprt_kernels::precision::Precision;
+    match precision {
+        Precision::Fp32 => "sgemm",
+        Precision::Tf32 => "sgemm_tf32",
+        Precision::Bf16 => "sgemm_bf16",
+    }
+}
+
 /// Predicted seconds → `Duration`, clamping negative or non-finite predictions to zero (and
 /// absurd ones to 10⁶ s).
 pub(crate) fn duration(s: f64) -> Duration {
