@@ -297,7 +297,7 @@ stage_3_screener() {
   step monte_carlo_pi "$(pick 150 120 60)" "$BIN/monte_carlo_pi" --samples "$(pick 1e9 1e7 1e6)" --paths "$(pick 1e8 1e6 1e5)"
   figures monte_carlo_pi '^(cpu:|device:|same stream|cpu − device)' 10
   step matmul_ladder "$(pick 240 120 60)" "$BIN/matmul_ladder" --n "$(pick 4096 256 128)" --naive-max "$(pick 512 128 64)"
-  figures matmul_ladder '^(rung|[0-9]\. )' 8
+  figures matmul_ladder '^(rung|[0-9]\. )' 18
 }
 
 stage_4_sched() {
