@@ -271,7 +271,7 @@ stage_2_calibrate() {
     step verify "$(pick 90 60 45)" bash -c '"$@"; rc=$?; if [ "$rc" -eq 1 ]; then
         echo "(explain rc=1: a phase off by more than 25%, listed above: a finding, not a failed run)"; rc=0; fi
       exit "$rc"' verify "$BIN/explain" --all --device "$W/profile.json" --verify --out "$W/img-verify"
-    figures verify '^(explain --verify:|  (H2D|kernel|D2H|GPU total|CPU on) |\(explain rc=1)' 26
+    figures verify '^(explain --verify:|  .* predicted .* measured |\(explain rc=1)' 26
   else
     note verify "skipped: no profile.json (the calibrate step did not save one)"
   fi
