@@ -7,8 +7,9 @@
 //! on the runtime's public API only.
 //!
 //! Modules: [`device`] chooses and wraps a [`Backend`] — [`cuda`], [`host`] or [`sim`] (the
-//! Host slot body paced by a profile) — whose [`Slot`]s run a [`Job`] ([`jobs`] has this
-//! crate's; a GPU slot launches its [`CudaJob`] side); [`pool`] is the persistent thread pool
+//! Host slot body paced by a profile) — whose [`Slot`]s run a [`Job`] ([`job`] defines it and
+//! its [`CudaJob`] side, which a GPU slot launches, as a leaf both `backend` and `cuda` use;
+//! [`jobs`] has this crate's); [`pool`] is the persistent thread pool
 //! the Host and simulated bulk helpers run on; [`batcher`] coalesces submits into batches;
 //! [`model`] is the cost model (fits, profiles, predictions: a leaf that runs nothing) and
 //! [`calibrate`](mod@calibrate) measures a profile on the device at hand; [`timeline`] holds
