@@ -273,21 +273,30 @@ pub(super) fn tensor_core_sgemms(
     }
     let mut out = vec![];
     for p in [Precision::Tf32, Precision::Bf16] {
-        let mm = samples(
-            &plan.sgemm,
-            |n| 2.0 * (n as f64).powi(3),
-            |n| {
-                let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 0.25).collect();
-                let mut c = vec![0f32; n * n];
-                median(plan.reps, || Ok(device.sgemm_with(p, n, n, n, &a, &a, &mut c)?.kernel))
-            },
-        )?;
+        let mm = sgemm_series(device, plan, p)?;
         let mut k = kernel(crate::model::sgemm_kernel_name(p), "N (matrix side)", Size::MatrixN, mm);
         k.cpu = fp32.cpu.clone();
         k.cpu_resident = fp32.cpu_resident.clone();
         out.push(k);
     }
     Ok(out)
+}
+
+/// Device time of square SGEMMs at the plan's sides and `precision`, against x = 2N³ flops.
+fn sgemm_series(
+    device: &Device,
+    plan: &Plan,
+    precision: gmprt_kernels::precision::Precision,
+) -> Result<Vec<Sample>, OffloadError> {
+    samples(
+        &plan.sgemm,
+        |n| 2.0 * (n as f64).powi(3),
+        |n| {
+            let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 0.25).collect();
+            let mut c = vec![0f32; n * n];
+            median(plan.reps, || Ok(device.sgemm_with(precision, n, n, n, &a, &a, &mut c)?.kernel))
+        },
+    )
 }
 
 /// Kernel phase of `job` over `n` items already uploaded to `slot`.
@@ -332,16 +341,7 @@ pub(super) fn device_kernels(device: &Device, plan: &Plan) -> Result<Vec<KernelP
         },
     )?;
     drop(slot);
-    // SGEMM: square N, x = 2N³ flops.
-    let mm = samples(
-        &plan.sgemm,
-        |n| 2.0 * (n as f64).powi(3),
-        |n| {
-            let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 0.25).collect();
-            let mut c = vec![0f32; n * n];
-            median(reps, || Ok(device.sgemm(n, n, n, &a, &a, &mut c)?.kernel))
-        },
-    )?;
+    let mm = sgemm_series(device, plan, gmprt_kernels::precision::Precision::Fp32)?;
     // Monte Carlo: 4 paths per Philox block.
     let contract = mc_contract();
     let mc = samples(

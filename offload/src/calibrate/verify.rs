@@ -13,6 +13,7 @@
 //! [`MIN_CHECKED`] on both sides (the copies of Monte Carlo, which has no operands) are shown
 //! and not held to it: timer resolution and a cache miss decide them; nor is a phase the
 //! device's path does not run at all (measured 0: the Host device's SGEMM has no copies).
+use super::measure::middle;
 use super::{mc_contract, CpuKernels, MC_SEED};
 use crate::backend::Phases;
 use crate::device::Device;
@@ -150,16 +151,10 @@ pub fn verify(
             };
             let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 0.25).collect();
             let mut c = vec![0f32; n * n];
-            Box::new(move || {
-                let t = Instant::now();
-                let p = device.sgemm_with(precision, n, n, n, &a, &a, &mut c)?;
-                Ok((p, t.elapsed()))
-            })
+            Box::new(move || timed(|| device.sgemm_with(precision, n, n, n, &a, &a, &mut c)))
         }
         "monte_carlo" => Box::new(move || {
-            let t = Instant::now();
-            let (_, p) = device.option_paths_sum(MC_SEED, &contract, (n / 4) as u64)?;
-            Ok((p, t.elapsed()))
+            timed(|| device.option_paths_sum(MC_SEED, &contract, (n / 4) as u64).map(|(_, p)| p))
         }),
         other => {
             return Err(OffloadError::Config(format!(
@@ -174,9 +169,7 @@ pub fn verify(
     }
     drop(run);
     let median = |f: &dyn Fn(&(crate::PhaseTimes, Duration)) -> Duration| {
-        let mut v: Vec<f64> = runs.iter().map(|r| f(r).as_secs_f64()).collect();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
+        middle(runs.iter().map(|r| f(r).as_secs_f64()).collect())
     };
     let procs = model.profile.procs.max(1);
     let rt = Runtime::builder()

@@ -248,6 +248,17 @@ impl CudaSlot {
         (self.in_words, self.out_words)
     }
 
+    /// What a job's launch (and its untimed preparation) gets: this slot's stream and the first
+    /// `in_words` / `out_words` of its device buffers.
+    fn launch_ctx(&mut self, in_words: usize, out_words: usize) -> LaunchCtx<'_> {
+        LaunchCtx {
+            stream: &self.stream,
+            input: self.dev_in.slice(..in_words),
+            output: self.dev_out.slice_mut(..out_words),
+            backend: &self.backend,
+        }
+    }
+
     /// Enqueues the selected phases with their boundary events; does not wait.
     fn enqueue(
         &mut self,
@@ -261,13 +272,7 @@ impl CudaSlot {
             |ev: &CudaEvent, s: &CudaStream| ev.record(s).map_err(|e| driver_err("cuEventRecord", e));
         if phases.kernel {
             // Before the first event: a first launch's host work is not a phase (CudaJob::prepare_cuda).
-            let mut ctx = LaunchCtx {
-                stream: &self.stream,
-                input: self.dev_in.slice(..in_words),
-                output: self.dev_out.slice_mut(..out_words),
-                backend: &self.backend,
-            };
-            job.prepare_cuda(&mut ctx, n)?;
+            job.prepare_cuda(&mut self.launch_ctx(in_words, out_words), n)?;
         }
         record(&self.events[0], &self.stream)?;
         if phases.h2d && in_words > 0 {
@@ -280,13 +285,7 @@ impl CudaSlot {
         }
         record(&self.events[1], &self.stream)?;
         if phases.kernel {
-            let mut ctx = LaunchCtx {
-                stream: &self.stream,
-                input: self.dev_in.slice(..in_words),
-                output: self.dev_out.slice_mut(..out_words),
-                backend: &self.backend,
-            };
-            job.launch_cuda(&mut ctx, n)?;
+            job.launch_cuda(&mut self.launch_ctx(in_words, out_words), n)?;
         }
         record(&self.events[2], &self.stream)?;
         if phases.d2h && out_words > 0 {

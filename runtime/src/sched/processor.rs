@@ -157,9 +157,8 @@ impl PShared {
     /// The id and spawn-site index of the task this P is polling, if any. Any thread (racy by
     /// nature: a reader may see the previous or the next poll's task).
     pub(crate) fn current(&self) -> Option<(crate::task::TaskId, u16)> {
-        use crate::task::core::ID_BITS;
         let ident = self.curtask.load(Relaxed);
-        (ident != 0).then_some((crate::task::TaskId(ident & ((1 << ID_BITS) - 1)), (ident >> ID_BITS) as u16))
+        (ident != 0).then(|| crate::task::core::split_ident(ident))
     }
 
     /// Tasks waiting on this P (queue + runnext), for stats and schedtrace. Racy by nature.

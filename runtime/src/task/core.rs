@@ -90,20 +90,26 @@ unsafe impl Sync for Header {}
 /// Bits of [`Header::ident`] that hold the task id. 48: at 10 M spawns a second a runtime takes
 /// 325 days to use them up, after which ids wrap (they name tasks in dumps and traces, where
 /// two live tasks 2^48 spawns apart sharing one is harmless); the other 16 name the spawn site.
-pub(crate) const ID_BITS: u32 = 48;
+const ID_BITS: u32 = 48;
 const ID_MASK: u64 = (1 << ID_BITS) - 1;
+
+/// A [`Header::ident`] word's task id and spawn-site index (for `site::lookup`; 0: unknown).
+#[inline]
+pub(crate) fn split_ident(ident: u64) -> (TaskId, u16) {
+    (TaskId(ident & ID_MASK), (ident >> ID_BITS) as u16)
+}
 
 impl Header {
     /// The task's id.
     #[inline]
     pub(crate) fn id(&self) -> TaskId {
-        TaskId(self.ident & ID_MASK)
+        split_ident(self.ident).0
     }
 
     /// Where the task was spawned: an index for `site::lookup` (0: unknown).
     #[inline]
     pub(crate) fn site(&self) -> u16 {
-        (self.ident >> ID_BITS) as u16
+        split_ident(self.ident).1
     }
 
     /// The scheduler this task belongs to.
