@@ -8,6 +8,10 @@
 //!   arithmetic, join them all, and report the time per task.
 //! * `--park`: keep all N tasks alive and suspended at once, each waiting on one shared gate,
 //!   report the memory each parked task costs, then open the gate and let them finish.
+//! * `--detached` (`mode=detached`): Go's peer program (`benches/go/million_tasks`) task for
+//!   task: N detached tasks (no `JoinHandle`, like `go f()`), each doing the same arithmetic and
+//!   then counting down one latch (a `sync.WaitGroup`) that the root waits on. The default mode
+//!   does more: it keeps every task's result until the root joins it.
 //!
 //! `--runtime tokio` runs the same program on tokio's multi-thread runtime with the same worker
 //! count (its peer figures, for ratios; run both in one session, as `benches/README.md` does).
@@ -41,8 +45,12 @@ struct Args {
     #[command(flatten)]
     procs: Procs,
     /// Keep all N tasks suspended at once on one gate and report the bytes each costs
-    #[arg(long)]
+    #[arg(long, conflicts_with = "detached")]
     park: bool,
+    /// Spawn N detached tasks that count down one latch, as Go's peer does (goroutines and a
+    /// WaitGroup), instead of joining each task's result
+    #[arg(long)]
+    detached: bool,
     /// The runtime that runs the program
     #[arg(long, value_enum, value_name = "RUNTIME", default_value_t = Which::Gmprt)]
     runtime: Which,
@@ -172,6 +180,34 @@ fn spawn_mode<R: Rt>(rt: &R, n: usize) -> Result<(Duration, u64), TooBig> {
     Ok((elapsed, checksum))
 }
 
+fn detached_mode<R: Rt>(rt: &R, n: usize) -> Duration {
+    let t0 = Instant::now();
+    let done = Latch::new(n);
+    let sum = Arc::new(AtomicUsize::new(0));
+    let (d, s) = (done.clone(), sum.clone());
+    rt.block_on(async move {
+        R::spawn(async move {
+            for i in 0..n as u64 {
+                let (d, s) = (d.clone(), s.clone());
+                R::go(async move {
+                    // Relaxed: the latch's AcqRel count-down orders it before the root's read.
+                    s.fetch_add(little_arithmetic(i) as usize & 1, Ordering::Relaxed);
+                    d.count_down();
+                });
+                if i % YIELD_EVERY == YIELD_EVERY - 1 {
+                    R::yield_now().await;
+                }
+            }
+            d.wait().await;
+        })
+        .await
+    });
+    let elapsed = t0.elapsed();
+    let expect = (0..n as u64).map(|i| little_arithmetic(i) as usize & 1).sum::<usize>();
+    assert_eq!(sum.load(Ordering::Acquire), expect, "a detached task did not run exactly once");
+    elapsed
+}
+
 struct ParkReport {
     park_elapsed: Duration,
     release_elapsed: Duration,
@@ -267,6 +303,14 @@ fn run<R: Rt>(rt: R, a: &Args) {
         ));
         say(format!("released them all in {:.1} ms", r.release_elapsed.as_secs_f64() * 1e3));
         ("park", r.park_elapsed + r.release_elapsed, r.parked_bytes as f64 / n as f64)
+    } else if a.detached {
+        let elapsed = detached_mode(&rt, n);
+        let (_, peak) = rss();
+        say(format!(
+            "spawned {n} detached tasks on {procs} procs and waited for their latch in {:.1} ms",
+            elapsed.as_secs_f64() * 1e3
+        ));
+        ("detached", elapsed, peak.saturating_sub(rss0) as f64 / n as f64)
     } else {
         let (elapsed, _) = spawn_mode(&rt, n).unwrap_or_else(|e| fail(NAME, e));
         let (_, peak) = rss();

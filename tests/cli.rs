@@ -116,6 +116,20 @@ fn a_story_runs_with_its_own_flags() {
 }
 
 #[test]
+fn million_tasks_detached_runs_gos_program_and_refuses_it_with_park() {
+    // Detached tasks and one latch (Go's goroutines and WaitGroup); the example itself asserts
+    // that every task ran exactly once.
+    let o = gmprt(&["story", "million_tasks", "--tasks", "3000", "--procs", "2", "--detached"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains("million_tasks runtime=gmprt mode=detached tasks=3000 procs=2"), "{out}");
+    let o = gmprt(&["story", "million_tasks", "--tasks", "10", "--detached", "--park"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--park") && err.contains("--detached"), "{err}");
+}
+
+#[test]
 fn bench_json_has_a_row_per_measurement() {
     let o = gmprt(&["bench", "--reps", "1", "--json", "--procs", "2"]);
     let (out, err) = text(&o);
