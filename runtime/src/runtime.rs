@@ -160,7 +160,10 @@ impl Builder {
     }
 
     /// Keeps freed task memory on per-P free lists for the next spawn, as Go keeps dead Gs
-    /// (default on; see `task/cache.rs` and the measurement in `benches/README.md`).
+    /// (default on; see `task/cache.rs` and the measurement in `benches/README.md`). Off, every
+    /// cell of up to 512 bytes is taken from and given back to the process-wide cell heap
+    /// (`task/heap.rs`) under its lock; cell memory never returns to the system allocator
+    /// either way.
     pub fn task_cache(mut self, on: bool) -> Self {
         self.task_cache = Some(on);
         self

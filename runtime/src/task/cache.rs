@@ -3,80 +3,79 @@
 //! A task cell is allocated when a task is spawned and freed when its last reference goes.
 //! Go keeps dead Gs on a per-P free list so `newproc` rarely reaches the allocator; gmprt does
 //! the same with cell memory. Cells of different future types have different sizes, so the
-//! cache keeps one list per 16-byte size class up to 512 bytes; a cell's memory is always
-//! requested as its class's full size (`CLASS_BYTES · (bin + 1) − CHUNK_OVERHEAD`, align 16),
-//! which makes any two blocks of one class interchangeable.
+//! cache keeps one list per 8-byte size class up to 512 bytes (`class_of`); every block of a
+//! class has the class's full size and alignment, so any two are interchangeable.
 //!
-//! * `alloc_cell` — on the spawning M, with its P's cache: pop a block of the class, else ask
-//!   the global allocator.
+//! * `alloc_cell` — on the spawning M, with its P's cache: pop a block of the class; else
+//!   refill [`BATCH`] from the global lists (`heap.rs`); else carve a fresh one from the P's
+//!   chunk with no lock at all.
 //! * `free_cell` — wherever the last reference drops: if this thread is an M holding a P, push
-//!   the block onto that P's list (up to `PER_BIN`); otherwise return it to the allocator.
+//!   the block onto that P's list, spilling down to [`BATCH`] once it holds [`PER_BIN`];
+//!   otherwise hand it to the global lists.
 //!
 //! Only the M holding a P touches its cache (through its `Context`), so no synchronisation is
-//! needed. Whether this pays is measured, not assumed: `Builder::task_cache(false)` turns it
-//! off, and `benches/README.md` records the comparison.
+//! needed. Class-size cells never go back to the system allocator (see `heap.rs` for why and
+//! what that costs); larger or over-aligned futures use it both ways. Whether the per-P layer
+//! pays is measured, not assumed: `Builder::task_cache(false)` sends every class-size cell
+//! through the global lists' lock instead, and `benches/README.md` records the comparison.
 
+use super::heap::{self, Chunk, BATCH, BINS};
 use crate::sched::context::with_current;
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 
-/// Granularity of size classes: the allocator's own (glibc rounds every chunk to 16 bytes),
-/// so rounding a cell up to its class costs no memory at all. (32-byte classes were measured
-/// to add 16 bytes per parked task in `million_tasks --park`.)
-const CLASS_BYTES: usize = 16;
-/// Bytes glibc's malloc keeps in front of every chunk it hands out (the chunk's size word), so
-/// a request of n bytes takes a chunk of `round_up(n + 8, 16)`. A class therefore requests 8
-/// bytes less than a multiple of 16: the largest request that still fits the same chunk. (With
-/// requests of `16 · k` every class took a chunk 16 bytes larger than the cell needed: a
-/// 168-byte cell requested 176 bytes and got a 192-byte chunk; it now requests 168 and gets
-/// 176. `million_tasks --park`: 209 → 193 bytes per parked task; the header cuts of `core.rs`
-/// then took that cell to 136 bytes and a 144-byte chunk: 160 bytes per parked task.)
-const CHUNK_OVERHEAD: usize = 8;
-/// Number of classes: cells up to 512 bytes are cached; larger futures go straight to the
-/// allocator (they are rare, and a large block parked in a cache is memory held for nothing).
-const BINS: usize = 32;
-/// Blocks kept per class per P: Go keeps up to 64 free Gs per P before moving them to the
-/// global list. 64 blocks in each of the 32 classes (16..512 B) bound a P's cache at 528 KiB,
-/// typically far less: a workload uses a handful of classes.
+/// Granularity of size classes: 8 bytes, the alignment of nearly every future. Cells are
+/// carved from chunks, not taken from `malloc`, so there is no chunk header to round around:
+/// a 136-byte cell takes 136 bytes (it took a 144-byte glibc chunk).
+const CLASS_BYTES: usize = 8;
+/// Blocks kept per class per P before spilling: Go keeps up to 64 free Gs per P. 64 blocks in
+/// each class a workload uses (typically a handful) bound a P's cache to a few KiB per class.
 const PER_BIN: usize = 64;
-/// Alignment of cached blocks; cells needing more bypass the cache.
+/// Largest alignment a class block has: blocks whose size is a multiple of 16 are carved
+/// 16-aligned, the rest 8-aligned. Cells needing more bypass the cache.
 const ALIGN: usize = 16;
 
 /// The per-P cache (lives in `Processor`).
 pub(crate) struct CellCache {
     bins: [Vec<NonNull<u8>>; BINS],
+    /// Where this P carves fresh cells (no lock: only the P's owner touches it).
+    chunk: Chunk,
     enabled: bool,
 }
 
 // SAFETY: the cache owns the blocks it holds (plain memory); it moves with its P between Ms.
 unsafe impl Send for CellCache {}
 
-/// The layout a class requests: `CLASS_BYTES · (bin + 1) − CHUNK_OVERHEAD` bytes, align 16.
+/// A class's block size and alignment: `CLASS_BYTES · (bin + 1)` bytes, aligned to 16 when
+/// that is a multiple of 16, else to 8.
 #[inline]
-fn class_layout(bin: usize) -> Layout {
+fn class_shape(bin: usize) -> (usize, usize) {
     debug_assert!(bin < BINS);
-    // Cannot fail: the size is at most 504 and the alignment is a power of two.
-    Layout::from_size_align(CLASS_BYTES * (bin + 1) - CHUNK_OVERHEAD, ALIGN).expect("class layout")
+    let size = CLASS_BYTES * (bin + 1);
+    (size, if size.is_multiple_of(ALIGN) { ALIGN } else { CLASS_BYTES })
 }
 
-/// The class of a layout and the layout actually requested from the allocator: the smallest
-/// class whose request holds `layout.size()`.
+/// The class of a layout: the smallest class whose blocks are at least as large and as aligned.
 #[inline]
-fn class_of(layout: Layout) -> Option<(usize, Layout)> {
-    let size = layout.size();
-    if layout.align() > ALIGN || size > CLASS_BYTES * BINS - CHUNK_OVERHEAD || size == 0 {
+fn class_of(layout: Layout) -> Option<usize> {
+    let (size, align) = (layout.size(), layout.align());
+    if align > ALIGN || size > CLASS_BYTES * BINS || size == 0 {
         return None;
     }
-    // The smallest bin with CLASS_BYTES · (bin + 1) − CHUNK_OVERHEAD ≥ size.
-    let bin = (size + CHUNK_OVERHEAD - 1) / CLASS_BYTES;
-    let l = class_layout(bin);
-    debug_assert!(l.size() >= size && l.size() - size < CLASS_BYTES);
-    Some((bin, l))
+    // 16-aligned cells need a class whose size is a multiple of 16 (only those are carved
+    // 16-aligned); the rest round up to the next 8 bytes.
+    let step = align.max(CLASS_BYTES);
+    let bin = size.div_ceil(step) * step / CLASS_BYTES - 1;
+    debug_assert!({
+        let (s, a) = class_shape(bin);
+        s >= size && a >= align && s - size < step
+    });
+    Some(bin)
 }
 
 impl CellCache {
     pub(crate) fn new(enabled: bool) -> Self {
-        CellCache { bins: Default::default(), enabled }
+        CellCache { bins: [const { Vec::new() }; BINS], chunk: Chunk::EMPTY, enabled }
     }
 
     /// Number of cached blocks (for tests).
@@ -87,39 +86,45 @@ impl CellCache {
 }
 
 impl Drop for CellCache {
+    /// A retired P gives its blocks and its chunk's tail to the global lists.
     fn drop(&mut self) {
-        for (bin, v) in self.bins.iter_mut().enumerate() {
-            let l = class_layout(bin);
-            for p in v.drain(..) {
-                // SAFETY: every cached block was allocated with exactly this class layout.
-                unsafe { dealloc(p.as_ptr(), l) };
-            }
-        }
+        heap::retire(&mut self.bins, std::mem::replace(&mut self.chunk, Chunk::EMPTY));
     }
 }
 
-/// Memory for a cell of `layout`, from `cache` when it has a block of the class.
+/// Memory for a cell of `layout`, from `cache` when the spawning thread holds a P.
 pub(crate) fn alloc_cell(layout: Layout, cache: Option<&mut CellCache>) -> NonNull<u8> {
-    let (req, bin) = match class_of(layout) {
-        Some((bin, l)) => (l, Some(bin)),
-        None => (layout, None),
+    let Some(bin) = class_of(layout) else {
+        // SAFETY: `layout` has a non-zero size (a cell always contains its header).
+        return NonNull::new(unsafe { alloc(layout) }).unwrap_or_else(|| handle_alloc_error(layout));
     };
-    if let (Some(bin), Some(c)) = (bin, cache) {
+    let (size, align) = class_shape(bin);
+    let Some(c) = cache.filter(|c| c.enabled) else {
+        return heap::alloc_one(bin, size, align);
+    };
+    if let Some(p) = c.bins[bin].pop() {
+        return p;
+    }
+    if heap::refill(bin, &mut c.bins[bin]) > 0 {
         if let Some(p) = c.bins[bin].pop() {
             return p;
         }
     }
-    // SAFETY: `req` has a non-zero size (a cell always contains its header).
-    NonNull::new(unsafe { alloc(req) }).unwrap_or_else(|| handle_alloc_error(req))
+    loop {
+        if let Some(p) = c.chunk.carve(size, align) {
+            return p;
+        }
+        c.chunk = heap::take_chunk();
+    }
 }
 
 /// Frees a cell's memory (already dropped in place): onto the current P's cache if this thread
-/// holds one and the class list has room, else to the allocator.
+/// holds one, else to the global lists; cells outside the classes go back to the allocator.
 ///
 /// # Safety
 /// `ptr` came from [`alloc_cell`] with the same `layout` and is no longer used.
 pub(crate) unsafe fn free_cell(ptr: NonNull<u8>, layout: Layout) {
-    let Some((bin, req)) = class_of(layout) else {
+    let Some(bin) = class_of(layout) else {
         // SAFETY: allocated by alloc_cell with `layout` itself (no class).
         unsafe { dealloc(ptr.as_ptr(), layout) };
         return;
@@ -129,16 +134,18 @@ pub(crate) unsafe fn free_cell(ptr: NonNull<u8>, layout: Layout) {
         let Ok(mut guard) = cx.p.try_borrow_mut() else { return false };
         let Some(p) = guard.as_mut() else { return false };
         let c = &mut p.cache;
-        if c.enabled && c.bins[bin].len() < PER_BIN {
-            c.bins[bin].push(ptr);
-            true
-        } else {
-            false
+        if !c.enabled {
+            return false;
         }
+        c.bins[bin].push(ptr);
+        if c.bins[bin].len() >= PER_BIN {
+            heap::spill(bin, &mut c.bins[bin], BATCH);
+        }
+        true
     });
     if !cached {
-        // SAFETY: allocated with the class layout `req`.
-        unsafe { dealloc(ptr.as_ptr(), req) };
+        // SAFETY: a class block (the caller's contract), no longer used.
+        unsafe { heap::free_one(bin, ptr) };
     }
 }
 
@@ -149,30 +156,63 @@ mod tests {
     #[test]
     fn classes_round_up_and_bypass_large_or_overaligned() {
         let l = |s, a| Layout::from_size_align(s, a).unwrap();
-        let class = |s, a| class_of(l(s, a)).map(|c| (c.0, c.1.size()));
-        assert_eq!(class(1, 8), Some((0, 8)));
-        assert_eq!(class(8, 8), Some((0, 8)));
-        assert_eq!(class(9, 8), Some((1, 24)));
-        assert_eq!(class(24, 8), Some((1, 24)));
-        assert_eq!(class(25, 8), Some((2, 40)));
-        // A 168-byte cell requests 168 (a 176-byte glibc chunk), not 176 (a 192-byte one).
-        assert_eq!(class(168, 8), Some((10, 168)));
-        assert_eq!(class(176, 16), Some((11, 184)));
-        assert_eq!(class(504, 16), Some((31, 504)));
-        assert!(class_of(l(505, 8)).is_none());
-        assert!(class_of(l(64, 64)).is_none());
+        let class = |s, a| class_of(l(s, a)).map(|b| (b, class_shape(b)));
+        assert_eq!(class(1, 1), Some((0, (8, 8))));
+        assert_eq!(class(8, 8), Some((0, (8, 8))));
+        assert_eq!(class(9, 8), Some((1, (16, 16))));
+        assert_eq!(class(17, 8), Some((2, (24, 8))));
+        // A 136-byte cell takes 136 bytes (glibc gave it a 144-byte chunk).
+        assert_eq!(class(136, 8), Some((16, (136, 8))));
+        // A 16-aligned one rounds to a multiple of 16, whose blocks are carved 16-aligned.
+        assert_eq!(class(136, 16), Some((17, (144, 16))));
+        assert_eq!(class(512, 16), Some((63, (512, 16))));
+        assert!(class_of(l(513, 8)).is_none());
+        assert!(class_of(l(64, 32)).is_none());
     }
 
     #[test]
-    fn cache_reuses_blocks_of_a_class() {
+    fn cache_reuses_blocks_of_a_class_and_carves_aligned_fresh_ones() {
+        // Classes smaller than any task cell (72-byte header), which no concurrent test's tasks
+        // spill into or take from the global lists.
         let mut c = CellCache::new(true);
-        let l = Layout::from_size_align(100, 8).unwrap();
+        let l = Layout::from_size_align(20, 4).unwrap();
         let a = alloc_cell(l, Some(&mut c));
-        let (bin, _) = class_of(l).unwrap();
+        let bin = class_of(l).unwrap();
         c.bins[bin].push(a);
-        let b = alloc_cell(Layout::from_size_align(104, 8).unwrap(), Some(&mut c));
+        let b = alloc_cell(Layout::from_size_align(24, 8).unwrap(), Some(&mut c));
         assert_eq!(a, b, "a block of the same class is reused");
         assert_eq!(c.len(), 0);
-        c.bins[bin].push(b); // freed by the cache's Drop
+        let l16 = Layout::from_size_align(40, 16).unwrap();
+        for _ in 0..1000 {
+            let p = alloc_cell(l16, Some(&mut c));
+            assert_eq!(p.as_ptr() as usize % 16, 0, "a 16-aligned cell is carved 16-aligned");
+            c.bins[class_of(l16).unwrap()].push(p);
+        }
+        c.bins[bin].push(b); // given back to the heap by the cache's Drop
+    }
+
+    #[test]
+    fn a_full_list_spills_to_the_heap_and_an_empty_one_refills_from_it() {
+        // A class smaller than any task cell (a cell holds a 72-byte header), so no task of a
+        // concurrent test touches the heap's list for it.
+        let l = Layout::from_size_align(56, 8).unwrap();
+        let bin = class_of(l).unwrap();
+        let mut c = CellCache::new(true);
+        let blocks: Vec<_> = (0..PER_BIN).map(|_| alloc_cell(l, Some(&mut c))).collect();
+        let before = heap::free_len(bin);
+        for (i, p) in blocks.into_iter().enumerate() {
+            c.bins[bin].push(p);
+            if c.bins[bin].len() >= PER_BIN {
+                heap::spill(bin, &mut c.bins[bin], BATCH);
+            }
+            assert!(c.bins[bin].len() < PER_BIN, "after {} frees the list is bounded", i + 1);
+        }
+        assert_eq!(heap::free_len(bin), before + PER_BIN - BATCH);
+        let kept = std::mem::take(&mut c.bins[bin]);
+        let p = alloc_cell(l, Some(&mut c));
+        assert_eq!(c.bins[bin].len(), BATCH - 1, "an empty list refills a batch");
+        assert_eq!(heap::free_len(bin), before + PER_BIN - 2 * BATCH);
+        c.bins[bin].push(p);
+        c.bins[bin].extend(kept); // given back to the heap by the cache's Drop
     }
 }

@@ -29,6 +29,7 @@
 
 pub(crate) mod cache;
 pub(crate) mod core;
+pub(crate) mod heap;
 pub(crate) mod join;
 pub(crate) mod owned;
 pub(crate) mod site;
