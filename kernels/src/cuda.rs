@@ -3,8 +3,8 @@
 //! argument lists, the word layout they read and any difference from the CPU (rounding only).
 //!
 //! Every kernel is `extern "C"` (unmangled names, listed here as constants) and uses a
-//! grid-stride loop, so any grid size covers any `n`; the reductions (`monte_carlo`) need a
-//! block size that is a multiple of 32, at most 1024.
+//! grid-stride loop, so any grid size covers any `n`; the reductions (`monte_carlo`,
+//! `segmented`) need a block size that is a multiple of 32, at most 1024.
 
 /// One `.cu` source and the kernels (extern "C" functions) it defines.
 ///
@@ -77,6 +77,19 @@ pub const FN_OPTION_PATHS: &str = "gmprt_option_paths";
 /// assert!(SAXPY.src.contains(FN_SAXPY));
 /// ```
 pub const FN_SAXPY: &str = "gmprt_saxpy";
+/// `gmprt_greeks_segment_sum(const f32* out, const f32* qty, const u32* offsets, u32 segments,
+/// u32 n, f64* sums)`: per segment, the sums of `qty` times each of the six Black-Scholes
+/// output columns of `out` (stride `n`) into `sums[s * 6..]` (see [`crate::segmented`]).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::{FN_GREEKS_SEGMENT_SUM, SEGMENTED};
+///
+/// assert_eq!(SEGMENTED.functions, &[FN_GREEKS_SEGMENT_SUM]);
+/// assert!(SEGMENTED.src.contains(FN_GREEKS_SEGMENT_SUM));
+/// ```
+pub const FN_GREEKS_SEGMENT_SUM: &str = "gmprt_greeks_segment_sum";
 /// `gmprt_empty()`: does nothing (launch-overhead calibration).
 ///
 /// # Examples
@@ -145,6 +158,23 @@ pub const MONTE_CARLO: CudaSource = CudaSource {
 pub const SAXPY: CudaSource =
     CudaSource { name: "saxpy", src: include_str!("../cuda/saxpy.cu"), functions: &[FN_SAXPY] };
 
+/// Per-segment position-weighted sums of Black-Scholes outputs (`kernels/cuda/segmented.cu`),
+/// the twin of [`crate::segmented::sum_by_segment_words`].
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::SEGMENTED;
+///
+/// assert_eq!(SEGMENTED.name, "segmented");
+/// assert!(SEGMENTED.src.contains("__syncthreads()"));
+/// ```
+pub const SEGMENTED: CudaSource = CudaSource {
+    name: "segmented",
+    src: include_str!("../cuda/segmented.cu"),
+    functions: &[FN_GREEKS_SEGMENT_SUM],
+};
+
 /// Calibration kernels: empty launch and device copy (`kernels/cuda/calib.cu`).
 ///
 /// # Examples
@@ -167,9 +197,9 @@ pub const CALIB: CudaSource =
 /// let mut names: Vec<&str> = ALL.iter().map(|s| s.name).collect();
 /// names.sort_unstable();
 /// names.dedup();
-/// assert_eq!(names, ["black_scholes", "calib", "monte_carlo", "saxpy"]);
+/// assert_eq!(names, ["black_scholes", "calib", "monte_carlo", "saxpy", "segmented"]);
 /// ```
-pub const ALL: &[CudaSource] = &[BLACK_SCHOLES, MONTE_CARLO, SAXPY, CALIB];
+pub const ALL: &[CudaSource] = &[BLACK_SCHOLES, MONTE_CARLO, SAXPY, SEGMENTED, CALIB];
 
 /// The source whose module name is `name`, if any.
 ///

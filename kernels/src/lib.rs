@@ -5,9 +5,11 @@
 //!
 //! CPU kernels: [`black_scholes`] (price + five Greeks, f32, with [`math`]'s branch-free
 //! exp/ln/Φ/φ), [`monte_carlo`] (π and option paths on [`philox`] streams), [`saxpy`] and
-//! [`sgemm`]. The vectorised ones are compiled once per instruction-set level (AVX-512,
-//! AVX2+FMA, portable) from one `#[inline(always)]` body and dispatched at run time by
-//! [`Isa::detect`]; every level gives the same results up to the documented rounding.
+//! [`sgemm`], and [`segmented`] (per-segment position-weighted sums of Black-Scholes
+//! outputs, e.g. a book's Greeks per underlying). The vectorised ones are compiled once per
+//! instruction-set level (AVX-512, AVX2+FMA, portable) from one `#[inline(always)]` body and
+//! dispatched at run time by [`Isa::detect`]; every level gives the same results up to the
+//! documented rounding.
 //!
 //! Data is struct-of-arrays f32. The offload layer moves batches as *word buffers*: `u32`
 //! words, column-major with stride `n` (column `c` of a batch of `n` items is
@@ -26,6 +28,7 @@ pub mod parallel;
 pub mod philox;
 pub mod precision;
 pub mod saxpy;
+pub mod segmented;
 pub mod sgemm;
 
 pub use error::{InvalidInput, KernelError};
