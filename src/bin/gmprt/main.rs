@@ -50,6 +50,8 @@ mod monte_carlo_pi;
 mod option_screener;
 #[path = "../../../examples/sleepers.rs"]
 mod sleepers;
+#[path = "../../../examples/trading_desk.rs"]
+mod trading_desk;
 
 mod bench;
 mod calibrate;
@@ -79,7 +81,7 @@ enum Cmd {
     },
     /// Runs one story with its own flags (`gmprt story <name> --help` lists them). The
     /// stories: million_tasks, io_bound, fetch_market_data, sleepers, blocking_handoff, option_screener,
-    /// matmul_ladder, monte_carlo_pi, amdahl, false_sharing, explain
+    /// matmul_ladder, monte_carlo_pi, amdahl, false_sharing, explain, trading_desk
     #[command(disable_help_flag = true)]
     Story {
         /// The story's name, then its own flags
@@ -138,6 +140,8 @@ pub enum Story {
     FalseSharing,
     /// The cost model's explanation of where a kernel runs
     Explain,
+    /// Ticks in, risk and hedges out: feed, risk engine and order gateway as green tasks
+    TradingDesk,
 }
 
 impl Story {
@@ -155,6 +159,7 @@ impl Story {
             Story::Amdahl => "amdahl",
             Story::FalseSharing => "false_sharing",
             Story::Explain => "explain",
+            Story::TradingDesk => "trading_desk",
         }
     }
 
@@ -174,6 +179,7 @@ impl Story {
             Story::Amdahl => amdahl::main_from(args),
             Story::FalseSharing => false_sharing::main_from(args),
             Story::Explain => explain::main_from(args),
+            Story::TradingDesk => trading_desk::main_from(args),
         }
     }
 
@@ -190,7 +196,7 @@ impl Story {
 fn tour(out: &std::path::Path) {
     let dir = out.to_string_lossy().to_string();
     let amdahl_svg = out.join("amdahl.svg").to_string_lossy().to_string();
-    let stops: [(Story, &str, Vec<String>); 11] = [
+    let stops: [(Story, &str, Vec<String>); 12] = [
         (
             Story::MillionTasks,
             "100 000 green tasks spawned and joined: look at tasks per second and the bytes each task costs.",
@@ -254,6 +260,11 @@ fn tour(out: &std::path::Path) {
             Story::Explain,
             "Why the runtime does not move your compute to a GPU by itself: the cost model's breakdown and crossover.",
             vec!["--kernel".into(), "black-scholes".into(), "--device".into(), "simulated".into(), "--out".into(), dir],
+        ),
+        (
+            Story::TradingDesk,
+            "A desk: ticks over TCP, the book repriced where the cost model says, hedges to a gateway; look at tick -> risk, what was conflated, and where each batch ran.",
+            vec!["--contracts".into(), "100000".into(), "--ticks".into(), "4000".into()],
         ),
     ];
     let total = stops.len();

@@ -1,0 +1,391 @@
+//! The desk's book and its pricing: contracts grouped by underlying, repriced where the
+//! placement says, and summed per underlying by the segmented-reduction kernel pair.
+//!
+//! # Layout
+//! Contracts are sorted by underlying: underlying `u` owns contracts `offsets[u]..offsets[u+1]`
+//! (a segment). The book is resident in column form (`Book`), a spot column included: a tick
+//! rewrites only its underlying's spots, and a risk update reprices the segments of the
+//! underlyings that moved and reduces them per segment: `Σ qty · (price, delta, gamma, vega,
+//! theta, rho)` in f64 (`gmprt::kernels::segmented`). Only those sums leave the pricing step;
+//! no per-contract output outlives it.
+//!
+//! # Placement
+//! `cpu` prices a batch on the runtime's Ps (`parallel_for` over chunks of at most [`GRAIN`]
+//! contracts of one segment, each chunk reduced at once into its segment's partial sums,
+//! combined in chunk order), `gpu` on the device (the batch's input columns staged, one bulk
+//! launch inside `gmprt::runtime::syscall` so the risk task's P moves on while the M waits,
+//! the output reduced per segment),
+//! and `auto` asks the cost model, per batch, which side it predicts faster for that many
+//! contracts with the inputs on the host; each decision is kept with its predictions.
+
+use gmprt::kernels::black_scholes::tolerance::{tolerance, CPU_MATH, CUDA_MATH};
+use gmprt::kernels::black_scholes::{
+    kind_word, price_greeks, reference, BsIn, BsResults, Contract, OptionKind, IN_WORDS, OUT_WORDS,
+};
+use gmprt::kernels::segmented::{sum_by_segment, BsCols, GreekSums};
+use gmprt::offload::jobs::BlackScholes;
+use gmprt::offload::model::{CostModel, Residency, Verdict};
+use gmprt::offload::{Device, DeviceKind, Phases, Slot};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::feed::Rng;
+
+/// The book: contract data by underlying, in columns.
+#[derive(Default)]
+pub struct Book {
+    /// Segment bounds: underlying `u` owns `offsets[u]..offsets[u + 1]`.
+    pub offsets: Vec<u32>,
+    /// Strikes.
+    pub strike: Vec<f32>,
+    /// Years to expiry.
+    pub t: Vec<f32>,
+    /// Rates.
+    pub rate: Vec<f32>,
+    /// Volatilities.
+    pub vol: Vec<f32>,
+    /// Calls and puts (kind words, as the kernels read them).
+    pub kind: Vec<u32>,
+    /// Each contract's underlying's current spot (rewritten per segment as ticks arrive).
+    pub spot: Vec<f32>,
+    /// Position in shares of underlying (signed: long or short).
+    pub qty: Vec<f32>,
+}
+
+impl Book {
+    /// A seeded book of `contracts` spread evenly over `spots.len()` underlyings: strikes around
+    /// the money, 1 month to 2 years, vols 15–60%, lots of ±1..10 × 100 shares.
+    pub fn synthetic(spots: &[f64], contracts: usize, seed: u64) -> Book {
+        let u = spots.len();
+        let mut rng = Rng(seed ^ 0xB00C);
+        let offsets: Vec<u32> = (0..=u).map(|i| (i * contracts / u) as u32).collect();
+        let mut b = Book {
+            offsets,
+            strike: Vec::with_capacity(contracts),
+            t: Vec::with_capacity(contracts),
+            rate: Vec::with_capacity(contracts),
+            vol: Vec::with_capacity(contracts),
+            kind: Vec::with_capacity(contracts),
+            spot: Vec::with_capacity(contracts),
+            qty: Vec::with_capacity(contracts),
+        };
+        for (und, &s) in spots.iter().enumerate() {
+            for _ in b.offsets[und]..b.offsets[und + 1] {
+                b.strike.push((s * (0.8 + 0.4 * rng.unit())) as f32);
+                b.t.push((1.0 / 12.0 + 1.9 * rng.unit()) as f32);
+                b.rate.push(0.03);
+                b.vol.push((0.15 + 0.45 * rng.unit()) as f32);
+                let kind = if rng.next_u64() & 1 == 0 { OptionKind::Call } else { OptionKind::Put };
+                b.kind.push(kind_word(kind));
+                b.spot.push(s as f32);
+                let lots = 1 + (rng.next_u64() % 10) as i32;
+                let sign = if rng.next_u64() & 1 == 0 { 1 } else { -1 };
+                b.qty.push((sign * lots * 100) as f32);
+            }
+        }
+        b
+    }
+
+    /// Underlyings.
+    pub fn underlyings(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Contracts.
+    pub fn len(&self) -> usize {
+        self.qty.len()
+    }
+
+    /// Contract `i` at `spot`.
+    pub fn contract(&self, i: usize, spot: f32) -> Contract {
+        let kind =
+            if self.kind[i] == kind_word(OptionKind::Call) { OptionKind::Call } else { OptionKind::Put };
+        Contract { spot, strike: self.strike[i], t: self.t[i], rate: self.rate[i], vol: self.vol[i], kind }
+    }
+
+    /// Segment `u`'s contracts.
+    pub fn segment(&self, u: u32) -> std::ops::Range<usize> {
+        self.offsets[u as usize] as usize..self.offsets[u as usize + 1] as usize
+    }
+
+    /// Moves underlying `u`'s contracts to `spot`.
+    pub fn set_spot(&mut self, u: u32, spot: f32) {
+        let r = self.segment(u);
+        self.spot[r].fill(spot);
+    }
+
+    /// The kernels' input columns over `r`.
+    fn input(&self, r: std::ops::Range<usize>) -> BsIn<'_> {
+        BsIn {
+            spot: &self.spot[r.clone()],
+            strike: &self.strike[r.clone()],
+            t: &self.t[r.clone()],
+            rate: &self.rate[r.clone()],
+            vol: &self.vol[r.clone()],
+            kind: &self.kind[r],
+        }
+    }
+}
+
+/// Where a batch was priced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// The runtime's Ps.
+    Cpu,
+    /// The device (the Host stand-in where there is no GPU).
+    Gpu,
+    /// Per batch, the side the cost model predicts faster.
+    Auto,
+}
+
+/// One `auto` decision.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Decision {
+    /// Contracts in the batch.
+    pub contracts: usize,
+    /// The side chosen.
+    pub side: Placement,
+    /// Predicted CPU time on the runtime's Ps, µs.
+    pub cpu_us: f64,
+    /// Predicted device time end to end (launch, copies, kernel), µs.
+    pub gpu_us: f64,
+}
+
+/// Prices batches of the book where the placement says, and keeps what it did.
+pub struct Pricer {
+    /// The device `gpu` batches run on.
+    pub device: Device,
+    /// Its slot, created at the first device batch.
+    pub slot: Option<Box<dyn Slot>>,
+    /// The model `auto` asks.
+    pub model: CostModel,
+    /// The placement.
+    pub placement: Placement,
+    /// Ps the CPU side uses.
+    pub procs: usize,
+    /// Batches priced on each side (cpu, gpu).
+    pub batches: [u64; 2],
+    /// Contracts priced on each side.
+    pub contracts: [u64; 2],
+    /// Device time (copies and kernel) of the `gpu` batches.
+    pub device_busy: Duration,
+    /// Time spent pricing and reducing, both sides.
+    pub pricing: Duration,
+    /// `auto`'s decisions: the first few in full, then counts only.
+    pub decisions: Vec<Decision>,
+    /// `auto` decisions made.
+    pub decided: u64,
+}
+
+/// `auto` decisions kept in full (the report shows them; the counters cover the rest).
+const DECISIONS_KEPT: usize = 16;
+/// Contracts per `parallel_for` chunk: 4,096 contracts' inputs and outputs are 192 KiB, a
+/// core's L2, and about 15 µs of pricing at ~300 M contracts/s per core.
+const GRAIN: usize = 4096;
+
+impl Pricer {
+    /// Reprices every contract of the underlyings in `unds` (their spots already set in the
+    /// book) and returns their position-weighted sums, in the order of `unds`.
+    pub fn reprice(&mut self, book: &Book, unds: &[u32]) -> Result<Vec<GreekSums>, String> {
+        let t0 = Instant::now();
+        let n: usize = unds.iter().map(|&u| book.segment(u).len()).sum();
+        let side = self.side(n)?;
+        let sums = match side {
+            Placement::Gpu => self.price_on_device(book, unds, n)?,
+            _ => price_on_ps(book, unds)?,
+        };
+        let k = (side == Placement::Gpu) as usize;
+        self.batches[k] += 1;
+        self.contracts[k] += n as u64;
+        self.pricing += t0.elapsed();
+        Ok(sums)
+    }
+
+    /// The side batch of `n` contracts goes to.
+    fn side(&mut self, n: usize) -> Result<Placement, String> {
+        if self.placement != Placement::Auto {
+            return Ok(self.placement);
+        }
+        let b =
+            self.model.predict("black_scholes", n as f64, Residency::Host, 0.0).map_err(|e| e.to_string())?;
+        // The CPU time on the Ps this runtime has (the profile's fits per P count, the closest
+        // count at or below ours), against the device end to end.
+        let cpu = b.cpu.iter().filter(|(p, _)| *p <= self.procs).max_by_key(|(p, _)| *p).or(b.cpu.first());
+        let side = match (cpu, b.verdict) {
+            (Some(&(_, t)), _) => {
+                if t <= b.gpu_total {
+                    Placement::Cpu
+                } else {
+                    Placement::Gpu
+                }
+            }
+            (None, Verdict::Cpu { .. }) => Placement::Cpu,
+            (None, Verdict::Gpu { .. }) => Placement::Gpu,
+        };
+        self.decided += 1;
+        if self.decisions.len() < DECISIONS_KEPT {
+            self.decisions.push(Decision {
+                contracts: n,
+                side,
+                cpu_us: cpu.map_or(f64::NAN, |c| c.1 * 1e6),
+                gpu_us: b.gpu_total * 1e6,
+            });
+        }
+        Ok(side)
+    }
+
+    /// One bulk launch of the batch on the device: the segments' input columns staged and
+    /// copied in, the outputs copied out and reduced per segment.
+    fn price_on_device(&mut self, book: &Book, unds: &[u32], n: usize) -> Result<Vec<GreekSums>, String> {
+        self.prepare(book)?;
+        let slot = self.slot.as_mut().expect("prepared");
+        // Staged straight into the slot's input (write-only memory on CUDA: never read back).
+        let words = &mut slot.staging_in()[..n * IN_WORDS];
+        let mut qty = Vec::with_capacity(n);
+        let mut offsets = Vec::with_capacity(unds.len() + 1);
+        offsets.push(0u32);
+        let mut at = 0;
+        for &u in unds {
+            let r = book.segment(u);
+            let len = r.len();
+            let cols: [&[f32]; 5] = [
+                &book.spot[r.clone()],
+                &book.strike[r.clone()],
+                &book.t[r.clone()],
+                &book.rate[r.clone()],
+                &book.vol[r.clone()],
+            ];
+            for (c, col) in cols.iter().enumerate() {
+                for (w, v) in words[c * n + at..c * n + at + len].iter_mut().zip(col.iter()) {
+                    *w = v.to_bits();
+                }
+            }
+            words[5 * n + at..5 * n + at + len].copy_from_slice(&book.kind[r.clone()]);
+            qty.extend_from_slice(&book.qty[r]);
+            at += len;
+            offsets.push(at as u32);
+        }
+        // Blocking device work goes through the syscall hand-off: this M waits, the P moves on.
+        let run =
+            gmprt::runtime::syscall(|| slot.run(&BlackScholes, n, n * IN_WORDS, n * OUT_WORDS, Phases::ALL))
+                .map_err(|e| format!("device launch: {e}"))?;
+        let times = run.map_err(|e| format!("device launch: {e}"))?;
+        self.device_busy += times.h2d + times.kernel + times.d2h;
+        let out = &slot.staging_out()[..n * OUT_WORDS];
+        let cols = BsCols::from_words(n, out).map_err(|e| format!("device output: {e}"))?;
+        let mut sums = vec![GreekSums::default(); unds.len()];
+        sum_by_segment(&cols, &qty, &offsets, &mut sums).map_err(|e| format!("segmented sum: {e}"))?;
+        Ok(sums)
+    }
+
+    /// Creates the device slot, unless the placement never uses the device: one slot for the
+    /// desk's life, sized for the whole book, so staging (pinned on CUDA) and device buffers
+    /// are allocated and first touched once, before any tick is timed.
+    pub fn prepare(&mut self, book: &Book) -> Result<(), String> {
+        if self.slot.is_some() || self.placement == Placement::Cpu {
+            return Ok(());
+        }
+        let c = book.len();
+        let mut slot = (self.device.backend().new_slot(c * IN_WORDS, c * OUT_WORDS))
+            .map_err(|e| format!("device slot for {c} contracts: {e}"))?;
+        // Touch the staging pages now (a write: staging is write-only on CUDA).
+        slot.staging_in().fill(0);
+        self.slot = Some(slot);
+        Ok(())
+    }
+
+    /// True when a batch may have run on a CUDA device (its math allowance differs).
+    pub fn used_cuda(&self) -> bool {
+        self.device.kind() == DeviceKind::Cuda && self.batches[1] > 0
+    }
+}
+
+/// Prices the segments of `unds` on the runtime's Ps: `parallel_for` over chunks of at most
+/// [`GRAIN`] contracts of one segment; each chunk prices into its own scratch columns and
+/// reduces them at once; a segment's partial sums are then added in chunk order.
+fn price_on_ps(book: &Book, unds: &[u32]) -> Result<Vec<GreekSums>, String> {
+    let mut chunks = Vec::new(); // (index into unds, contract range)
+    for (k, &u) in unds.iter().enumerate() {
+        let r = book.segment(u);
+        let mut at = r.start;
+        while at < r.end {
+            let end = (at + GRAIN).min(r.end);
+            chunks.push((k, at..end));
+            at = end;
+        }
+    }
+    let partial: Vec<Mutex<Result<GreekSums, String>>> =
+        chunks.iter().map(|_| Mutex::new(Ok(GreekSums::default()))).collect();
+    gmprt::runtime::parallel_for(chunks.len(), 1, |js| {
+        let mut out = BsResults::zeroed(GRAIN);
+        for j in js {
+            let r = chunks[j].1.clone();
+            let len = r.len();
+            out.price.truncate(len);
+            out.price.resize(len, 0.0);
+            for col in [&mut out.delta, &mut out.gamma, &mut out.vega, &mut out.theta, &mut out.rho] {
+                col.truncate(len);
+                col.resize(len, 0.0);
+            }
+            let mut one = [GreekSums::default()];
+            let res = price_greeks(&book.input(r.clone()), &mut out.as_out())
+                .and_then(|()| sum_by_segment(&BsCols::from(&out), &book.qty[r], &[0, len as u32], &mut one))
+                .map(|()| one[0])
+                .map_err(|e| format!("pricing contracts {:?}: {e}", chunks[j].1));
+            *partial[j].lock().unwrap() = res;
+        }
+    });
+    let mut sums = vec![[0.0f64; 6]; unds.len()];
+    for ((k, _), p) in chunks.iter().zip(partial) {
+        let p = p.into_inner().unwrap()?.to_array();
+        for (s, v) in sums[*k].iter_mut().zip(p) {
+            *s += v;
+        }
+    }
+    Ok(sums.into_iter().map(GreekSums::from_array).collect())
+}
+
+/// The check after a run: each underlying's sums against the f64 reference on the final
+/// spots, within the kernels' own tolerance (summed over the segment's positions) plus the
+/// f64 summation's rounding. Returns the worst |error| / tolerance over every underlying and
+/// output (≤ 1 passes), and where it was.
+pub fn check_against_reference(book: &Book, sums: &[GreekSums], cuda: bool) -> (f64, String) {
+    let math = if cuda { CUDA_MATH } else { CPU_MATH };
+    let mut worst = (0.0f64, String::from("no contracts"));
+    debug_assert_eq!(sums.len(), book.underlyings());
+    for (u, got) in sums.iter().enumerate() {
+        let r = book.offsets[u] as usize..book.offsets[u + 1] as usize;
+        let len = r.len() as f64;
+        let (mut want, mut tol, mut mag) = ([0.0f64; 6], [0.0f64; 6], [0.0f64; 6]);
+        for i in r {
+            let c = book.contract(i, book.spot[i]);
+            let q = book.qty[i] as f64;
+            let (g, t) = (reference(&c).to_array(), tolerance(&c, &math).to_array());
+            for k in 0..6 {
+                want[k] += q * g[k];
+                tol[k] += q.abs() * t[k];
+                mag[k] += (q * g[k]).abs();
+            }
+        }
+        let got = got.to_array();
+        for k in 0..6 {
+            // f32 products are exact in f64; each of the `len` additions rounds by at most
+            // ε₆₄ of the running magnitude, on both sides.
+            let allowed = tol[k] + 2.0 * len * f64::EPSILON * mag[k] + 1e-12;
+            let ratio = (got[k] - want[k]).abs() / allowed;
+            if ratio > worst.0 || worst.1 == "no contracts" {
+                worst = (
+                    ratio,
+                    format!(
+                        "underlying {u}, {}: {} vs {} (allowed ±{allowed:.3e})",
+                        NAMES[k], got[k], want[k]
+                    ),
+                );
+            }
+        }
+    }
+    worst
+}
+
+const NAMES: [&str; 6] = ["price", "delta", "gamma", "vega", "theta", "rho"];
