@@ -39,8 +39,10 @@ extern "C" __global__ void gmprt_greeks_segment_sum(const float* __restrict__ ou
     // size_t indices: s + gridDim.x and i + blockDim.x may pass 2^32, and c * n does for
     // n near 2^32.
     for (size_t s = blockIdx.x; s < (size_t)segments; s += gridDim.x) {
-        size_t lo = offsets[s];
-        size_t hi = offsets[s + 1];
+        // Clamped into [0, n): offsets that break the contract (the host twin refuses them)
+        // give wrong sums here, never a read outside the columns.
+        size_t lo = min((size_t)offsets[s], (size_t)n);
+        size_t hi = max(lo, min((size_t)offsets[s + 1], (size_t)n));
         double acc[GMPRT_AGG_WORDS];
 #pragma unroll
         for (int c = 0; c < GMPRT_AGG_WORDS; ++c) acc[c] = 0.0;

@@ -1,7 +1,8 @@
 //! [`BatchKernel`]: what the [`Batcher`](crate::Batcher) needs to know about a kernel to
 //! coalesce single items into batches — how many words an item takes, how to check one at
 //! submit, how to write a batch of items into the staging buffer and how to read item `i`'s
-//! result back — plus the kernels of this crate: [`BlackScholes`], [`Saxpy`], [`SmallSgemm`].
+//! result back — plus the kernels of this crate: [`BlackScholes`], [`Saxpy`], [`SmallSgemm`],
+//! and one bulk job that is not item-wise, [`BlackScholesBySegment`].
 //!
 //! The word layout of a batch is the kernel's business: it must agree between
 //! [`BatchKernel::stage`], [`Job::run_host`], [`CudaJob::launch_cuda`] and
@@ -12,6 +13,7 @@ use crate::cuda::{self, CudaJob, LaunchCtx};
 use crate::error::OffloadError;
 use crate::job::Job;
 use gmprt_kernels::black_scholes::{self, Contract, Greeks};
+use gmprt_kernels::segmented::{self, GreekSums, AGG_WORDS};
 use gmprt_kernels::{saxpy, sgemm, InvalidInput, KernelError};
 
 /// A kernel the [`Batcher`](crate::Batcher) can feed one item at a time. It is a
@@ -307,5 +309,118 @@ impl BatchKernel for SmallSgemm {
     fn gather(&self, _n: usize, output: &[u32], i: usize) -> Vec<f32> {
         let cm = self.m * self.n;
         output[i * cm..(i + 1) * cm].iter().map(|&w| f32::from_bits(w)).collect()
+    }
+}
+
+/// Black-Scholes priced and summed per segment in one run, so only the sums come back: a
+/// book sorted by underlying, each underlying's contracts one segment, reduced to
+/// `Σ qty · (price, delta, gamma, vega, theta, rho)` in f64 (`gmprt_kernels::segmented`; on
+/// CUDA the kernel pair's `gmprt_greeks_segment_sum`). The trading desk's device path.
+///
+/// Word layouts for a batch of `n` contracts in `segments` segments:
+/// * **input** ([`in_words`](Self::in_words)): the Black-Scholes input columns (`IN_WORDS`
+///   × n, stride n, as `black_scholes::stage_words` writes them), then `qty` (n f32 words),
+///   then `offsets` (segments + 1 words: 0, non-decreasing, n last);
+/// * **output** ([`out_words`](Self::out_words)): the sums first
+///   ([`sum_words`](Self::sum_words): `AGG_WORDS` f64 per segment, segment-major, each as its
+///   low then high 32 bits), then `OUT_WORDS` × n words of scratch for the per-contract
+///   outputs, which never leave the device: [`run`](Self::run) copies back the sums only.
+///
+/// ```
+/// use gmprt_offload::jobs::BlackScholesBySegment;
+/// use gmprt_offload::kernels::black_scholes::{stage_words, synthetic_chain, IN_WORDS};
+/// use gmprt_offload::Device;
+///
+/// // 5 contracts in 2 segments (0..2 and 2..5), 100 of each held.
+/// let chain = synthetic_chain(5, 3);
+/// let job = BlackScholesBySegment { segments: 2 };
+/// let mut slot = Device::host().backend().new_slot(job.in_words(5), job.out_words(5)).unwrap();
+/// let input = &mut slot.staging_in()[..job.in_words(5)];
+/// stage_words(&chain, &mut input[..5 * IN_WORDS]);
+/// input[5 * IN_WORDS..6 * 5 + 5].copy_from_slice(&[100f32.to_bits(); 5]);
+/// input[7 * 5..].copy_from_slice(&[0, 2, 5]);
+/// let (sums, _times) = job.run(slot.as_mut(), 5).unwrap();
+/// assert_eq!(sums.len(), 2);
+/// assert!(sums[0].price > 0.0 && sums[1].price > 0.0); // long options are worth something
+/// // Offsets that do not end at n are refused by the run, with the reason.
+/// slot.staging_in()[7 * 5 + 2] = 4;
+/// assert!(job.run(slot.as_mut(), 5).unwrap_err().to_string().contains("last offset"));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct BlackScholesBySegment {
+    /// Segments in the batch.
+    pub segments: usize,
+}
+
+impl BlackScholesBySegment {
+    /// Input words for `n` contracts: `n · (IN_WORDS + 1) + segments + 1`.
+    pub fn in_words(&self, n: usize) -> usize {
+        n * (black_scholes::IN_WORDS + 1) + self.segments + 1
+    }
+    /// Output words the sums take: `2 · AGG_WORDS · segments`.
+    pub fn sum_words(&self) -> usize {
+        2 * AGG_WORDS * self.segments
+    }
+    /// Output words for `n` contracts: the sums and the scratch columns.
+    pub fn out_words(&self, n: usize) -> usize {
+        self.sum_words() + n * black_scholes::OUT_WORDS
+    }
+    /// The sums in `words` (at least [`sum_words`](Self::sum_words) of them).
+    pub fn gather(&self, words: &[u32]) -> Vec<GreekSums> {
+        let f = |k: usize| f64::from_bits(u64::from(words[2 * k]) | (u64::from(words[2 * k + 1]) << 32));
+        (0..self.segments)
+            .map(|s| GreekSums::from_array(std::array::from_fn(|c| f(s * AGG_WORDS + c))))
+            .collect()
+    }
+    /// Runs a batch of `n` contracts already staged in `slot`'s input: upload and both
+    /// kernels over the whole output, then a copy back of the sums alone. Returns the sums and
+    /// the phases' times (the kernel's covers both launches).
+    pub fn run(
+        &self,
+        slot: &mut dyn crate::Slot,
+        n: usize,
+    ) -> Result<(Vec<GreekSums>, crate::PhaseTimes), OffloadError> {
+        let (iw, ow) = (self.in_words(n), self.out_words(n));
+        let run = crate::Phases { h2d: true, kernel: true, d2h: false };
+        let mut t = slot.run(self, n, iw, ow, run)?;
+        let back = crate::Phases { h2d: false, kernel: false, d2h: true };
+        t.d2h = slot.run(self, n, iw, self.sum_words(), back)?.d2h;
+        Ok((self.gather(slot.staging_out()), t))
+    }
+}
+
+impl Job for BlackScholesBySegment {
+    fn name(&self) -> &'static str {
+        "black_scholes_by_segment"
+    }
+    fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
+        let (iw, sw, ow) = (self.in_words(n), self.sum_words(), self.out_words(n));
+        let shape = |what, expected, got| KernelError::Shape { what, expected, got }.to_string();
+        if input.len() < iw {
+            return Err(shape("input words (black_scholes_by_segment)", iw, input.len()));
+        }
+        if output.len() < ow {
+            return Err(shape("output words (black_scholes_by_segment)", ow, output.len()));
+        }
+        let (bs_in, rest) = input.split_at(n * black_scholes::IN_WORDS);
+        let (qty, rest) = rest.split_at(n);
+        let offsets = &rest[..self.segments + 1];
+        let (sums_w, scratch) = output[..ow].split_at_mut(sw);
+        black_scholes::price_greeks_words(n, bs_in, scratch).map_err(|e| e.to_string())?;
+        let mut sums = vec![0f64; AGG_WORDS * self.segments];
+        let qty: &[f32] = bytemuck::cast_slice(qty);
+        segmented::sum_by_segment_words(n, scratch, qty, offsets, &mut sums).map_err(|e| e.to_string())?;
+        for (k, v) in sums.iter().enumerate() {
+            let bits = v.to_bits();
+            sums_w[2 * k] = bits as u32;
+            sums_w[2 * k + 1] = (bits >> 32) as u32;
+        }
+        Ok(())
+    }
+}
+
+impl CudaJob for BlackScholesBySegment {
+    fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
+        cuda::launch_black_scholes_by_segment(ctx, n, self.segments)
     }
 }

@@ -38,8 +38,10 @@
 //! accepted and changes nothing (test output always shows).
 use gmprt_kernels::black_scholes::{self, tolerance, Contract, OptionKind, IN_WORDS, OUT_WORDS};
 use gmprt_kernels::cuda::{CudaSource, ALL, CALIB, FN_COPY, FN_EMPTY};
+use gmprt_kernels::segmented;
 use gmprt_offload::backend::{Backend, Job, Phases};
 use gmprt_offload::cuda::{self, nvrtc, CudaBackend, CudaJob, LaunchCtx};
+use gmprt_offload::jobs::BlackScholesBySegment;
 use gmprt_offload::OffloadError;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::process::{Command, ExitCode};
@@ -161,6 +163,11 @@ fn main() -> ExitCode {
             "option_paths_agree_with_cpu_and_black_scholes",
             option_paths_agree_with_cpu_and_black_scholes,
         ),
+        host_test(
+            "black_scholes_by_segment_on_host_equals_the_cpu_twins",
+            by_segment_on_host_equals_the_cpu_twins,
+        ),
+        gpu_test("black_scholes_by_segment_within_segment_tolerance", by_segment_within_segment_tolerance),
         gpu_test("sgemm_matches_cpu", sgemm_matches_cpu),
         gpu_test("sgemm_tf32_and_bf16_within_their_tolerance", sgemm_tf32_and_bf16_within_their_tolerance),
         gpu_test("sgemm_batched_on_a_slot_matches_cpu", sgemm_batched_on_a_slot_matches_cpu),
@@ -929,4 +936,98 @@ fn loaded_libraries_name_cuda_13_paths(b: &CudaBackend) {
         assert!(l.version.starts_with("13.") || name == "libcuda", "{l}");
         assert!(b.describe().contains(&path.display().to_string()), "{}", b.describe());
     }
+}
+
+/// A by-segment batch: 50,000 contracts in uneven segments (empty ones included), signed
+/// positions; its staged input words, and the CPU twins' per-contract output words and sums.
+struct BySegment {
+    chain: Vec<Contract>,
+    qty: Vec<f32>,
+    offsets: Vec<u32>,
+    input: Vec<u32>,
+    cpu_out: Vec<u32>,
+    cpu_sums: Vec<segmented::GreekSums>,
+}
+
+fn by_segment_batch() -> BySegment {
+    let n = 50_000;
+    let chain = black_scholes::synthetic_chain(n, 11);
+    let qty: Vec<f32> = (0..n).map(|i| ((i % 21) as f32 - 10.0) * 100.0).collect();
+    let (mut offsets, mut at) = (vec![0u32], 0);
+    for len in [0, 1, 700, 3000, 31].iter().cycle() {
+        at = (at + len).min(n);
+        offsets.push(at as u32);
+        if at == n {
+            break;
+        }
+    }
+    let job = BlackScholesBySegment { segments: offsets.len() - 1 };
+    let mut input = vec![0u32; job.in_words(n)];
+    black_scholes::stage_words(&chain, &mut input[..n * IN_WORDS]);
+    for (w, q) in input[n * IN_WORDS..n * (IN_WORDS + 1)].iter_mut().zip(&qty) {
+        *w = q.to_bits();
+    }
+    input[n * (IN_WORDS + 1)..].copy_from_slice(&offsets);
+    let mut cpu_out = vec![0u32; n * OUT_WORDS];
+    black_scholes::price_greeks_words(n, &input[..n * IN_WORDS], &mut cpu_out).expect("cpu pricing");
+    let cols = segmented::BsCols::from_words(n, &cpu_out).expect("columns");
+    let mut cpu_sums = vec![segmented::GreekSums::default(); job.segments];
+    segmented::sum_by_segment(&cols, &qty, &offsets, &mut cpu_sums).expect("cpu sums");
+    BySegment { chain, qty, offsets, input, cpu_out, cpu_sums }
+}
+
+/// Runs the batch on `backend`'s slot: the sums, copied back alone.
+fn run_by_segment(backend: &dyn Backend, b: &BySegment) -> Vec<segmented::GreekSums> {
+    let (n, job) = (b.chain.len(), BlackScholesBySegment { segments: b.offsets.len() - 1 });
+    let mut slot = backend.new_slot(job.in_words(n), job.out_words(n)).expect("slot");
+    slot.staging_in()[..b.input.len()].copy_from_slice(&b.input);
+    job.run(slot.as_mut(), n).expect("by-segment run").0
+}
+
+fn by_segment_on_host_equals_the_cpu_twins() {
+    let b = by_segment_batch();
+    // The Host slot runs the same two CPU twins: equal bit for bit.
+    assert_eq!(run_by_segment(gmprt_offload::Device::host().backend(), &b), b.cpu_sums);
+}
+
+fn by_segment_within_segment_tolerance(backend: &CudaBackend) {
+    let b = by_segment_batch();
+    let gpu = run_by_segment(backend, &b);
+    let n = b.chain.len();
+    let cols = segmented::BsCols::from_words(n, &b.cpu_out).expect("columns");
+    let mut tol = vec![segmented::GreekSums::default(); gpu.len()];
+    segmented::segment_tolerance(
+        &b.chain,
+        &cols,
+        &b.qty,
+        &b.offsets,
+        &tolerance::CPU_MATH,
+        &tolerance::CUDA_MATH,
+        &mut tol,
+    )
+    .expect("tolerance");
+    let mut worst = 0f64;
+    let mut failures = Vec::new();
+    for (s, ((g, c), t)) in gpu.iter().zip(&b.cpu_sums).zip(&tol).enumerate() {
+        for (k, ((g, c), t)) in g.to_array().iter().zip(c.to_array()).zip(t.to_array()).enumerate() {
+            let ratio = if t > 0.0 {
+                (g - c).abs() / t
+            } else if *g == c {
+                0.0
+            } else {
+                f64::INFINITY
+            };
+            worst = worst.max(ratio);
+            if ratio > 1.0 && failures.len() < 10 {
+                failures.push(format!(
+                    "segment {s} output {}: gpu {g} cpu {c} (tolerance {t:e})",
+                    tolerance::OUTPUT_NAMES[k]
+                ));
+            }
+        }
+    }
+    println!("by-segment: {} segments, worst |gpu - cpu| / tolerance {worst:.3}", gpu.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // One block size, one summation order: a second run gives the same bits.
+    assert_eq!(run_by_segment(backend, &b), gpu, "the device sums vary run to run");
 }

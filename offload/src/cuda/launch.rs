@@ -16,7 +16,9 @@ use crate::error::OffloadError;
 use cudarc::cublas::{Gemm, GemmConfig, StridedBatchedConfig};
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use gmprt_kernels::black_scholes::{IN_WORDS, OUT_WORDS};
-use gmprt_kernels::cuda::{BLACK_SCHOLES, FN_BLACK_SCHOLES, FN_SAXPY, SAXPY};
+use gmprt_kernels::cuda::{
+    BLACK_SCHOLES, FN_BLACK_SCHOLES, FN_GREEKS_SEGMENT_SUM, FN_SAXPY, SAXPY, SEGMENTED,
+};
 use gmprt_kernels::precision::Precision;
 use gmprt_kernels::KernelError;
 use std::sync::{Arc, OnceLock};
@@ -148,17 +150,24 @@ fn need(what: &'static str, items: usize, words_per_item: usize, got: usize) -> 
 /// }
 /// ```
 pub fn launch_black_scholes(ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
+    launch_black_scholes_at(ctx, n, 0)
+}
+
+/// [`launch_black_scholes`] with the six output columns written from word `out_at` of the
+/// output buffer on (the by-segment job keeps its sums in front of them).
+fn launch_black_scholes_at(ctx: &mut LaunchCtx<'_>, n: usize, out_at: usize) -> Result<(), OffloadError> {
     if n == 0 {
         return Ok(());
     }
     let n_arg = kernel_n(n, FN_BLACK_SCHOLES)?;
     need("device input words (black_scholes)", n, IN_WORDS, ctx.input.len())?;
-    let out_len = need("device output words (black_scholes)", n, OUT_WORDS, ctx.output.len())?;
+    let out_len =
+        need("device output words (black_scholes)", n, OUT_WORDS, ctx.output.len().saturating_sub(out_at))?;
     let f = ctx.backend.function(&BLACK_SCHOLES, FN_BLACK_SCHOLES)?;
     let col = |c: usize| ctx.input.slice(c * n..(c + 1) * n);
     let (spot, strike, t, rate, vol, kind) = (col(0), col(1), col(2), col(3), col(4), col(5));
     // Six disjoint mutable column views, cut one after the other.
-    let mut out = ctx.output.slice_mut(..out_len);
+    let mut out = ctx.output.slice_mut(out_at..out_at + out_len);
     let (mut price, mut r1) = out.split_at_mut(n);
     let (mut delta, mut r2) = r1.split_at_mut(n);
     let (mut gamma, mut r3) = r2.split_at_mut(n);
@@ -174,6 +183,53 @@ pub fn launch_black_scholes(ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), Off
     // `int n`); every view holds exactly n words (checked above), so the kernel's accesses
     // `[0, n)` stay inside them; the views are disjoint, so no two outputs alias.
     unsafe { b.launch(cfg) }.map_err(|e| driver_err("cuLaunchKernel gmprt_black_scholes", e))?;
+    Ok(())
+}
+
+/// Enqueues the by-segment job ([`BlackScholesBySegment`](crate::jobs::BlackScholesBySegment),
+/// whose doc gives the word layouts): Black-Scholes into the output buffer's scratch columns,
+/// then `gmprt_greeks_segment_sum` over them into the sums at the buffer's start (word 0: the
+/// allocation's start, so the doubles are 8-byte aligned). Two launches on one stream run in
+/// order. Buffers shorter than the layout are `Err(Kernel(Shape))`.
+pub fn launch_black_scholes_by_segment(
+    ctx: &mut LaunchCtx<'_>,
+    n: usize,
+    segments: usize,
+) -> Result<(), OffloadError> {
+    let job = crate::jobs::BlackScholesBySegment { segments };
+    need("device input words (black_scholes_by_segment)", 1, job.in_words(n), ctx.input.len())?;
+    need("device output words (black_scholes_by_segment)", 1, job.out_words(n), ctx.output.len())?;
+    let sum_words = job.sum_words();
+    launch_black_scholes_at(ctx, n, sum_words)?;
+    if segments == 0 {
+        return Ok(());
+    }
+    let what = "the segmented sum (u32 segments and contracts)";
+    let seg_arg = u32::try_from(segments)
+        .map_err(|_| OffloadError::Config(format!("{segments} segments: too many for {what}")))?;
+    let n_arg =
+        u32::try_from(n).map_err(|_| OffloadError::Config(format!("{n} contracts: too many for {what}")))?;
+    let f = ctx.backend.function(&SEGMENTED, FN_GREEKS_SEGMENT_SUM)?;
+    let qty = ctx.input.slice(n * IN_WORDS..n * (IN_WORDS + 1));
+    let offsets = ctx.input.slice(n * (IN_WORDS + 1)..n * (IN_WORDS + 1) + segments + 1);
+    let mut out = ctx.output.slice_mut(..sum_words + n * OUT_WORDS);
+    let (mut sums, mut scratch) = out.split_at_mut(sum_words);
+    // One block per segment up to the same cap as the element-wise kernels (the kernel
+    // grid-strides over the rest); BLOCK_SIZE (256) is a multiple of 32 up to 1024, as the
+    // kernel's warp reduction needs.
+    let cap = u64::from(ctx.backend.sm_count().max(1)) * u64::from(GRID_BLOCKS_PER_SM);
+    let grid = (segments as u64).min(cap).min(i32::MAX as u64) as u32;
+    let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK_SIZE, 1, 1), shared_mem_bytes: 0 };
+    let mut b = ctx.stream.launch_builder(&f);
+    b.arg(&mut scratch).arg(&qty).arg(&offsets).arg(&seg_arg).arg(&n_arg).arg(&mut sums);
+    // SAFETY: the arguments match `gmprt_greeks_segment_sum`'s parameters in order and type
+    // (`const float* out` = the n * OUT_WORDS scratch words just written, `const float* qty` =
+    // n words, `const unsigned* offsets` = segments + 1 words, `unsigned segments`, `unsigned
+    // n`, `double* sums` = 2 * AGG_WORDS * segments words at the buffer's 256-byte-aligned
+    // start); every view holds what the kernel reads or writes (checked above), and the
+    // kernel clamps each segment's bounds into [0, n), so no offset value reads outside the
+    // columns; sums and scratch are disjoint halves of one split, so nothing aliases.
+    unsafe { b.launch(cfg) }.map_err(|e| driver_err("cuLaunchKernel gmprt_greeks_segment_sum", e))?;
     Ok(())
 }
 
