@@ -12,20 +12,21 @@
 //! # Placement
 //! `cpu` prices a batch on the runtime's Ps (`parallel_for` over chunks of at most [`GRAIN`]
 //! contracts of one segment, each chunk reduced at once into its segment's partial sums,
-//! combined in chunk order), `gpu` on the device (the batch's input columns staged, one bulk
-//! launch inside `gmprt::runtime::syscall` so the risk task's P moves on while the M waits,
-//! the output reduced per segment),
+//! combined in chunk order), `gpu` on the device (the batch's input columns staged into a slot
+//! sized for the book, then one run of `BlackScholesBySegment`: Black-Scholes and the
+//! segmented sum both on the device, only the sums copied back; inside
+//! `gmprt::runtime::syscall`, so the risk task's P moves on while the M waits),
 //! and `auto` asks the cost model, per batch, which side it predicts faster for that many
 //! contracts with the inputs on the host; each decision is kept with its predictions.
 
 use gmprt::kernels::black_scholes::tolerance::{tolerance, CPU_MATH, CUDA_MATH};
 use gmprt::kernels::black_scholes::{
-    kind_word, price_greeks, reference, BsIn, BsResults, Contract, OptionKind, IN_WORDS, OUT_WORDS,
+    kind_word, price_greeks, reference, BsIn, BsResults, Contract, OptionKind, IN_WORDS,
 };
 use gmprt::kernels::segmented::{sum_by_segment, BsCols, GreekSums};
-use gmprt::offload::jobs::BlackScholes;
+use gmprt::offload::jobs::BlackScholesBySegment;
 use gmprt::offload::model::{CostModel, Residency, Verdict};
-use gmprt::offload::{Device, DeviceKind, Phases, Slot};
+use gmprt::offload::{Device, DeviceKind, Slot};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -239,43 +240,42 @@ impl Pricer {
     /// copied in, the outputs copied out and reduced per segment.
     fn price_on_device(&mut self, book: &Book, unds: &[u32], n: usize) -> Result<Vec<GreekSums>, String> {
         self.prepare(book)?;
+        let job = BlackScholesBySegment { segments: unds.len() };
         let slot = self.slot.as_mut().expect("prepared");
-        // Staged straight into the slot's input (write-only memory on CUDA: never read back).
-        let words = &mut slot.staging_in()[..n * IN_WORDS];
-        let mut qty = Vec::with_capacity(n);
-        let mut offsets = Vec::with_capacity(unds.len() + 1);
-        offsets.push(0u32);
+        // Staged straight into the slot's input (write-only memory on CUDA: never read back):
+        // the segments' input columns, their positions, and the batch's segment offsets.
+        let words = &mut slot.staging_in()[..job.in_words(n)];
+        let (cols, tail) = words.split_at_mut(n * IN_WORDS);
+        let (qty, offsets) = tail.split_at_mut(n);
+        offsets[0] = 0;
         let mut at = 0;
-        for &u in unds {
+        for (k, &u) in unds.iter().enumerate() {
             let r = book.segment(u);
             let len = r.len();
-            let cols: [&[f32]; 5] = [
+            let inputs: [&[f32]; 5] = [
                 &book.spot[r.clone()],
                 &book.strike[r.clone()],
                 &book.t[r.clone()],
                 &book.rate[r.clone()],
                 &book.vol[r.clone()],
             ];
-            for (c, col) in cols.iter().enumerate() {
-                for (w, v) in words[c * n + at..c * n + at + len].iter_mut().zip(col.iter()) {
+            for (c, col) in inputs.iter().enumerate() {
+                for (w, v) in cols[c * n + at..c * n + at + len].iter_mut().zip(col.iter()) {
                     *w = v.to_bits();
                 }
             }
-            words[5 * n + at..5 * n + at + len].copy_from_slice(&book.kind[r.clone()]);
-            qty.extend_from_slice(&book.qty[r]);
+            cols[5 * n + at..5 * n + at + len].copy_from_slice(&book.kind[r.clone()]);
+            for (w, q) in qty[at..at + len].iter_mut().zip(&book.qty[r]) {
+                *w = q.to_bits();
+            }
             at += len;
-            offsets.push(at as u32);
+            offsets[k + 1] = at as u32;
         }
         // Blocking device work goes through the syscall hand-off: this M waits, the P moves on.
-        let run =
-            gmprt::runtime::syscall(|| slot.run(&BlackScholes, n, n * IN_WORDS, n * OUT_WORDS, Phases::ALL))
-                .map_err(|e| format!("device launch: {e}"))?;
-        let times = run.map_err(|e| format!("device launch: {e}"))?;
+        let run = gmprt::runtime::syscall(|| job.run(slot.as_mut(), n))
+            .map_err(|e| format!("device launch: {e}"))?;
+        let (sums, times) = run.map_err(|e| format!("device launch: {e}"))?;
         self.device_busy += times.h2d + times.kernel + times.d2h;
-        let out = &slot.staging_out()[..n * OUT_WORDS];
-        let cols = BsCols::from_words(n, out).map_err(|e| format!("device output: {e}"))?;
-        let mut sums = vec![GreekSums::default(); unds.len()];
-        sum_by_segment(&cols, &qty, &offsets, &mut sums).map_err(|e| format!("segmented sum: {e}"))?;
         Ok(sums)
     }
 
@@ -286,8 +286,8 @@ impl Pricer {
         if self.slot.is_some() || self.placement == Placement::Cpu {
             return Ok(());
         }
-        let c = book.len();
-        let mut slot = (self.device.backend().new_slot(c * IN_WORDS, c * OUT_WORDS))
+        let (c, job) = (book.len(), BlackScholesBySegment { segments: book.underlyings() });
+        let mut slot = (self.device.backend().new_slot(job.in_words(c), job.out_words(c)))
             .map_err(|e| format!("device slot for {c} contracts: {e}"))?;
         // Touch the staging pages now (a write: staging is write-only on CUDA).
         slot.staging_in().fill(0);
