@@ -34,12 +34,14 @@ mod common;
 mod feed;
 #[path = "desk/gateway.rs"]
 mod gateway;
+#[path = "desk/report.rs"]
+mod report;
 
 use book::{Book, Placement, Pricer};
 use clap::Parser;
 use common::{check_fits, fail, parse_count, positive, Cli, Procs, TooBig};
 use feed::{Faults, FeedConfig, Handler, Market};
-use gateway::{OrderStats, Orders};
+use gateway::Orders;
 use gmprt::kernels::segmented::GreekSums;
 use gmprt::net::TcpListener;
 use gmprt::offload::model::{CostModel, DeviceProfile, Residency};
@@ -47,6 +49,7 @@ use gmprt::offload::{Device, DeviceKind, PROFILE_ENV};
 use gmprt::runtime::chan::chan;
 use gmprt::runtime::Runtime;
 use hdrhistogram::Histogram;
+use report::{Check, Latency, Report, Step, Sweep};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -176,14 +179,18 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
     let desk = Desk { args: a.clone(), book, spots, device, model: CostModel::new(profile), profile_from };
     if a.sweep {
         let s = sweep(&rt, &desk);
-        print_sweep(&s, &desk, a.json);
+        let shape = {
+            let b = desk.book.lock().unwrap();
+            (b.underlyings(), b.len())
+        };
+        report::print_sweep(&s, shape, a.json);
         return;
     }
     let r = desk.run(&rt, a.placement, a.rate as f64, a.ticks as u64, true).unwrap_or_else(|e| fail(NAME, e));
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r).unwrap_or_else(|e| fail(NAME, e)));
     } else {
-        print_report(&r, &desk);
+        report::print_report(&r);
     }
     if r.check.worst_ratio > 1.0 {
         eprintln!("{NAME}: the final risk disagrees with the f64 reference: {}", r.check.worst_at);
@@ -254,65 +261,6 @@ struct Desk {
     device: Device,
     model: CostModel,
     profile_from: String,
-}
-
-/// Percentiles of a latency, µs.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-struct Latency {
-    count: u64,
-    p50_us: u64,
-    p99_us: u64,
-    p999_us: u64,
-    max_us: u64,
-}
-
-impl Latency {
-    fn of(h: &Histogram<u64>) -> Latency {
-        Latency {
-            count: h.len(),
-            p50_us: h.value_at_quantile(0.5),
-            p99_us: h.value_at_quantile(0.99),
-            p999_us: h.value_at_quantile(0.999),
-            max_us: h.max(),
-        }
-    }
-}
-
-/// The final risk against the f64 reference.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-struct Check {
-    worst_ratio: f64,
-    worst_at: String,
-}
-
-/// One run's report.
-#[derive(Clone, Debug, serde::Serialize)]
-struct Report {
-    placement: Placement,
-    device: String,
-    profile: String,
-    procs: usize,
-    underlyings: usize,
-    contracts: usize,
-    rate: f64,
-    wall_s: f64,
-    tick_to_risk: Latency,
-    tick_to_ack: Latency,
-    risk_updates: u64,
-    contracts_repriced: u64,
-    full_book_revaluations_per_s: f64,
-    feed: feed::Accounting,
-    feed_total: u64,
-    orders: OrderStats,
-    device_busy_fraction: f64,
-    batches_cpu: u64,
-    batches_gpu: u64,
-    auto_decisions: u64,
-    decisions: Vec<book::Decision>,
-    gamma_breaches: u64,
-    /// Portfolio sums: price, delta, gamma, vega, theta, rho.
-    totals: [f64; 6],
-    check: Check,
 }
 
 /// Gamma (per share of underlying) past which a breach is reported: gamma cannot be hedged
@@ -573,108 +521,6 @@ fn full_book_rate(rt: &Runtime, pricer: &mut Pricer, book: &Book) -> Result<f64,
     })
 }
 
-fn print_report(r: &Report, desk: &Desk) {
-    println!(
-        "{NAME}: {} underlyings, {} contracts, placement {:?}, {} procs; device {}",
-        r.underlyings, r.contracts, r.placement, r.procs, r.device
-    );
-    println!("  cost model profile: {}", r.profile);
-    let f = &r.feed;
-    println!(
-        "  feed: {} sequence numbers at {:.0}/s in {:.2} s: {} processed, {} conflated, {} rejected, {} gaps; {} disconnects, {} framing errors",
-        r.feed_total, r.rate, r.wall_s, f.processed, f.conflated, f.rejected, f.gaps, f.disconnects, f.framing_errors
-    );
-    for m in &f.messages {
-        println!("    {m}");
-    }
-    let l = |x: &Latency| {
-        format!(
-            "p50 {} µs, p99 {} µs, p99.9 {} µs, max {} µs (n={})",
-            x.p50_us, x.p99_us, x.p999_us, x.max_us, x.count
-        )
-    };
-    println!("  tick -> risk updated: {}", l(&r.tick_to_risk));
-    println!("  tick -> order acked:  {}", l(&r.tick_to_ack));
-    println!(
-        "  risk updates {}, contracts repriced {} ({:.1} full books); full-book revaluations {:.1}/s",
-        r.risk_updates,
-        r.contracts_repriced,
-        r.contracts_repriced as f64 / r.contracts as f64,
-        r.full_book_revaluations_per_s
-    );
-    println!(
-        "  placement: {} batches on the CPU, {} on the device; device busy {:.1}% of the run",
-        r.batches_cpu,
-        r.batches_gpu,
-        100.0 * r.device_busy_fraction
-    );
-    if r.placement == Placement::Auto {
-        println!(
-            "  auto: {} decisions; the first ones (predicted CPU vs device end to end):",
-            r.auto_decisions
-        );
-        for d in r.decisions.iter().take(6) {
-            println!(
-                "    {:>8} contracts -> {:?}  (cpu {:.1} µs, device {:.1} µs)",
-                d.contracts, d.side, d.cpu_us, d.gpu_us
-            );
-        }
-    }
-    let o = &r.orders;
-    println!(
-        "  hedges: {} decided, {} netted, {} acked, {} resent, {} gateway refusals, {} pending at the end{}",
-        o.decided,
-        o.netted,
-        o.acked,
-        o.resent,
-        o.refused,
-        o.pending_at_end,
-        o.last_error.as_ref().map(|e| format!(" (last error: {e})")).unwrap_or_default()
-    );
-    let t = &r.totals;
-    println!(
-        "  portfolio: value {:.0}, delta {:.0}, gamma {:.1}, vega {:.0}; gamma breaches {}",
-        t[0], t[1], t[2], t[3], r.gamma_breaches
-    );
-    println!(
-        "  check: final risk vs f64 reference, worst |error|/tolerance {:.3} ({}) {}",
-        r.check.worst_ratio,
-        r.check.worst_at,
-        if r.check.worst_ratio <= 1.0 { "ok" } else { "FAILED" }
-    );
-    let _ = desk;
-}
-
-/// One step of the sweep.
-#[derive(Clone, Debug, serde::Serialize)]
-struct Step {
-    placement: Placement,
-    rate: f64,
-    p99_us: u64,
-    conflated_share: f64,
-    sustained: bool,
-}
-
-/// The sweep's result: every step, the highest sustained rate per placement (0: not even
-/// the starting rate), and the two checks.
-#[derive(Clone, Debug, serde::Serialize)]
-struct Sweep {
-    budget_us: usize,
-    start_rate: f64,
-    steps: Vec<Step>,
-    best: Vec<(Placement, f64)>,
-    /// `auto`'s highest sustained rate over the better of `cpu`'s and `gpu`'s (target ≥ 0.9).
-    auto_vs_best: f64,
-    /// At half `auto`'s sustained rate: p99 tick → risk, µs.
-    half_rate_p99_us: u64,
-    /// The model's predicted time to price one tick's underlying (C/U contracts, the faster
-    /// side), µs; the target is p99 ≤ 2× this.
-    predicted_tick_us: f64,
-    /// The same for a burst's batch (`burst_len` underlyings at once), µs: with 5% of ticks in
-    /// bursts, the p99 tick is a burst's.
-    predicted_burst_us: f64,
-}
-
 /// Rates from `--rate` doubling up to this many steps (at 4,000/s: up to 512,000/s).
 const SWEEP_STEPS: u32 = 8;
 /// Seconds of feed per sweep step (at least 2,000 ticks).
@@ -747,40 +593,6 @@ fn sweep(rt: &Runtime, desk: &Desk) -> Sweep {
         predicted_tick_us,
         predicted_burst_us,
     }
-}
-
-fn print_sweep(s: &Sweep, desk: &Desk, json: bool) {
-    if json {
-        println!("{}", serde_json::to_string_pretty(s).unwrap_or_else(|e| fail(NAME, e)));
-        return;
-    }
-    let (u, c) = {
-        let b = desk.book.lock().unwrap();
-        (b.underlyings(), b.len())
-    };
-    println!(
-        "{NAME} --sweep: {u} underlyings, {c} contracts; highest rate with p99 tick -> risk <= {} µs:",
-        s.budget_us
-    );
-    for (p, r) in &s.best {
-        if *r > 0.0 {
-            println!("  {p:?}: {r:.0} ticks/s");
-        } else {
-            println!("  {p:?}: below the starting rate ({:.0} ticks/s)", s.start_rate);
-        }
-    }
-    println!("  auto / the better of cpu and gpu: {:.2} (target >= 0.9)", s.auto_vs_best);
-    println!(
-        "  at half auto's rate: p99 tick -> risk {} µs against 2 x the model's {:.1} µs per tick's pricing = {:.1} µs ({})",
-        s.half_rate_p99_us,
-        s.predicted_tick_us,
-        2.0 * s.predicted_tick_us,
-        if (s.half_rate_p99_us as f64) <= 2.0 * s.predicted_tick_us { "met" } else { "missed" }
-    );
-    println!(
-        "  (a burst of {BURST_LEN} ticks is one batch: the model's time for it is {:.1} µs, and 5% of ticks arrive in bursts)",
-        s.predicted_burst_us
-    );
 }
 
 #[cfg(test)]
