@@ -17,10 +17,13 @@
 //!   as one batch where `--placement` says (`desk/book.rs`; `auto` asks the cost model per
 //!   batch, with the profile of this machine), sums Greeks per underlying with the segmented
 //!   reduction kernel, and checks limits;
+//! * **exotics** (`desk/exotics.rs`): a share of the contracts is path-dependent and valued by
+//!   Monte Carlo (`option_paths`), by its own task off the fast path, where the placement says;
 //! * **hedges** (`desk/gateway.rs`): a delta past its limit becomes an order to a loopback
 //!   gateway that acks; while the gateway is away, orders wait in a bounded, netted queue.
 //!
-//! The report: tick → risk and tick → ack latencies (p50/p99/p99.9), full-book revaluations/s,
+//! The report: tick → risk, tick → exotics valued and tick → ack latencies (p50/p99/p99.9),
+//! full-book revaluations/s,
 //! the feed's accounting, device busy fraction, `auto`'s decisions, and a check of the final
 //! risk against an f64 reference. `--sweep` raises the rate until p99 tick → risk passes a
 //! budget, per placement. With `GMPRT_TRACE=FILE`, a tick's flow runs from the feed socket to
@@ -30,6 +33,8 @@
 mod book;
 #[path = "common/mod.rs"]
 mod common;
+#[path = "desk/exotics.rs"]
+mod exotics;
 #[path = "desk/feed.rs"]
 mod feed;
 #[path = "desk/gateway.rs"]
@@ -49,7 +54,7 @@ use gmprt::offload::{Device, DeviceKind, PROFILE_ENV};
 use gmprt::runtime::chan::chan;
 use gmprt::runtime::Runtime;
 use hdrhistogram::Histogram;
-use report::{Check, Latency, Report, Step, Sweep};
+use report::{Check, Latency, PathsCheck, Report, Step, Sweep};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -93,6 +98,12 @@ struct Args {
     /// Net delta (shares) per underlying past which a hedge order goes out
     #[arg(long, value_name = "SHARES", default_value_t = 100.0)]
     delta_limit: f64,
+    /// Share of each underlying's contracts that is path-dependent, valued by Monte Carlo
+    #[arg(long, value_name = "F", default_value_t = 0.0005)]
+    mc_share: f64,
+    /// Monte Carlo paths per path-dependent contract and revaluation
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = positive)]
+    mc_paths: usize,
     /// Seed of the book and of the feed
     #[arg(long, value_name = "S", default_value_t = 7, value_parser = parse_count)]
     seed: usize,
@@ -126,6 +137,12 @@ impl Cli for Args {
     fn check(&self) -> Result<(), String> {
         if !(self.delta_limit.is_finite() && self.delta_limit > 0.0) {
             return Err(format!("--delta-limit {}: must be a positive number of shares", self.delta_limit));
+        }
+        if !(0.0..=1.0).contains(&self.mc_share) {
+            return Err(format!(
+                "--mc-share {}: must be a share of the contracts, from 0 to 1",
+                self.mc_share
+            ));
         }
         if self.contracts < self.underlyings {
             return Err(format!(
@@ -175,7 +192,7 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
     let device = Device::detect().unwrap_or_else(|e| fail("trading_desk: GMPRT_DEVICE", e));
     device.warm_up().unwrap_or_else(|e| fail("trading_desk: device warm-up", e));
     let (profile, profile_from) = choose_profile(&a, &device).unwrap_or_else(|e| fail(NAME, e));
-    let book = Mutex::new(Book::synthetic(&spots, a.contracts, a.seed as u64));
+    let book = Mutex::new(Book::synthetic(&spots, a.contracts, a.mc_share, a.seed as u64));
     let desk = Desk { args: a.clone(), book, spots, device, model: CostModel::new(profile), profile_from };
     if a.sweep {
         let s = sweep(&rt, &desk);
@@ -194,6 +211,10 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
     }
     if r.check.worst_ratio > 1.0 {
         eprintln!("{NAME}: the final risk disagrees with the f64 reference: {}", r.check.worst_at);
+        std::process::exit(1);
+    }
+    if r.paths_check.worst_z > PATHS_Z_LIMIT {
+        eprintln!("{NAME}: the Monte Carlo values disagree with Black-Scholes: {}", r.paths_check.worst_at);
         std::process::exit(1);
     }
 }
@@ -266,6 +287,9 @@ struct Desk {
 /// Gamma (per share of underlying) past which a breach is reported: gamma cannot be hedged
 /// with shares, so the desk only counts it (10,000 shares of delta per unit of spot move).
 const GAMMA_LIMIT: f64 = 10_000.0;
+/// The largest |z| of a Monte Carlo value against Black-Scholes that passes: 5 standard
+/// errors (a correct estimator exceeds it with probability 6e-7 per underlying).
+const PATHS_Z_LIMIT: f64 = 5.0;
 /// Reconnects in a row before the feed handler gives up.
 const FEED_RETRIES: u32 = 8;
 /// Gateway attempts after the feed ended before pending orders are reported, not sent.
@@ -287,19 +311,10 @@ impl Desk {
         for (i, s) in self.spots.iter().enumerate() {
             book.set_spot(i as u32, *s as f32);
         }
-        let mut pricer = Pricer {
-            device: self.device.clone(),
-            slot: None,
-            model: self.model.clone(),
-            placement,
-            procs: rt.procs(),
-            batches: [0; 2],
-            contracts: [0; 2],
-            device_busy: Duration::ZERO,
-            pricing: Duration::ZERO,
-            decisions: Vec::new(),
-            decided: 0,
-        };
+        let mut pricer =
+            Pricer::new(self.device.clone(), self.model.clone(), placement, rt.procs(), a.mc_paths as u64);
+        let exotics_pricer =
+            Pricer::new(self.device.clone(), self.model.clone(), placement, rt.procs(), a.mc_paths as u64);
         let spots = self.spots.clone();
         let cfg = feed_config(a, &self.spots, rate, ticks);
         let feed_addr = a.feed;
@@ -351,6 +366,14 @@ impl Desk {
             let all: Vec<u32> = (0..u as u32).collect();
             pricer.prepare(&book)?;
             let mut risk = pricer.reprice(&book, &all)?;
+            // The path-dependent share is valued by its own task, off the fast path.
+            let (exotics, exotics_wake) = exotics::Exotics::new(u);
+            let valuation = gmprt::spawn(exotics::run(
+                book.path_dependent(),
+                exotics_pricer,
+                exotics.clone(),
+                exotics_wake,
+            ));
             let start = Instant::now();
             let mut gamma_breaches = 0;
             let opening: Vec<_> = all.iter().map(|&x| (x, start, gateway::NO_TICK)).collect();
@@ -395,6 +418,11 @@ impl Desk {
                     }
                     moved.push((*u, p.first_arrival, p.seq));
                 }
+                for (u, spot, p) in &taken {
+                    if book.mc[*u as usize] > 0 {
+                        exotics.moved(*u, *spot as f32, p.first_arrival);
+                    }
+                }
                 let hedged = hedge(&risk, &moved, &orders, limit);
                 if let (Some(r), Some(t)) = (&rec, t_batch) {
                     // On the desk's own lane: the risk task's poll is cut by the syscall
@@ -417,6 +445,8 @@ impl Desk {
                 gmprt::yield_now().await;
             }
             let handler_result = handler.await.map_err(|e| format!("feed handler: {e}"))?;
+            exotics.finish();
+            let valued = valuation.await.map_err(|e| format!("exotics valuation: {e}"))??;
             // Release: the sender's Acquire load sees every order queued before this.
             done.store(true, Ordering::Release);
             let _ = order_tx.try_send(());
@@ -431,7 +461,7 @@ impl Desk {
             drop(o);
             let ack = Latency::of(&ack_us.lock().unwrap());
             Ok::<_, String>((
-                risk,
+                (risk, valued),
                 book,
                 acct,
                 total,
@@ -445,12 +475,26 @@ impl Desk {
             ))
         });
         let out = rt.block_on(task).map_err(|e| format!("risk task: {e}"))?;
-        let (risk, book, acct, total, stats, tick_to_risk, tick_to_ack, updates, gamma, mut pricer, handler) =
-            out?;
+        let (
+            (risk, valued),
+            book,
+            acct,
+            total,
+            stats,
+            tick_to_risk,
+            tick_to_ack,
+            updates,
+            gamma,
+            mut pricer,
+            handler,
+        ) = out?;
         let wall = t0.elapsed();
         handler.map_err(|e| format!("the feed ended early: {e}"))?;
         let (worst_ratio, worst_at) = book::check_against_reference(&book, &risk, pricer.used_cuda());
-        let busy = pricer.device_busy.as_secs_f64() / wall.as_secs_f64();
+        let (worst_z, z_at) = book::check_paths(&valued.book, &valued.values);
+        let mc_value: f64 = valued.values.iter().map(|v| v.value).sum();
+        let mc_contracts = valued.book.len() as u64;
+        let busy = (pricer.device_busy + valued.pricer.device_busy).as_secs_f64() / wall.as_secs_f64();
         let repriced = pricer.contracts[0] + pricer.contracts[1];
         let revals = if revalue { full_book_rate(rt, &mut pricer, &book)? } else { f64::NAN };
         let contracts = book.len();
@@ -487,6 +531,14 @@ impl Desk {
             gamma_breaches: gamma,
             totals,
             check: Check { worst_ratio, worst_at },
+            mc_contracts,
+            mc_paths: valued.pricer.mc_paths,
+            mc_batches_cpu: valued.pricer.mc_batches[0],
+            mc_batches_gpu: valued.pricer.mc_batches[1],
+            tick_to_exotics: Latency::of(&valued.latency),
+            mc_decisions: valued.pricer.decisions,
+            mc_value,
+            paths_check: PathsCheck { worst_z, worst_at: z_at },
         })
     }
 }

@@ -10,8 +10,20 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 
-const SMALL: [&str; 9] =
-    ["--underlyings", "50", "--contracts", "2000", "--ticks", "5000", "--rate", "0", "--json"];
+/// 40 contracts per underlying, 2 of them (5%) path-dependent: 100 valued by Monte Carlo.
+const SMALL: [&str; 11] = [
+    "--underlyings",
+    "50",
+    "--contracts",
+    "2000",
+    "--ticks",
+    "5000",
+    "--rate",
+    "0",
+    "--mc-share",
+    "0.05",
+    "--json",
+];
 
 fn desk(extra: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_gmprt"));
@@ -52,6 +64,15 @@ fn assert_accounted(r: &Value, total: u64) {
 fn assert_matches_reference(r: &Value) {
     let worst = r["check"]["worst_ratio"].as_f64().expect("worst_ratio");
     assert!(worst <= 1.0, "final risk vs the f64 reference: {}", r["check"]);
+    // The Monte Carlo share against Black-Scholes (its payoff is European): within 5 σ.
+    assert_eq!(u(r, &["mc_contracts"]), 100);
+    let z = r["paths_check"]["worst_z"].as_f64().expect("worst_z");
+    assert!(z <= 5.0, "Monte Carlo vs Black-Scholes: {}", r["paths_check"]);
+    assert!(
+        u(r, &["tick_to_exotics", "count"]) > 0,
+        "the exotics task valued moves: {}",
+        r["tick_to_exotics"]
+    );
 }
 
 #[test]
@@ -136,6 +157,7 @@ fn bad_command_lines_say_what_was_wrong() {
         (&["--underlyings", "50", "--contracts", "10"][..], "every underlying needs a contract"),
         (&["--placement", "fpga"][..], "fpga"),
         (&["--delta-limit", "NaN"][..], "--delta-limit"),
+        (&["--mc-share", "2"][..], "--mc-share"),
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_gmprt"))
             .args(["story", "trading_desk"])

@@ -23,6 +23,7 @@ use gmprt::kernels::black_scholes::tolerance::{tolerance, CPU_MATH, CUDA_MATH};
 use gmprt::kernels::black_scholes::{
     kind_word, price_greeks, reference, BsIn, BsResults, Contract, OptionKind, IN_WORDS,
 };
+use gmprt::kernels::monte_carlo::{mc_price, option_paths_sum};
 use gmprt::kernels::segmented::{sum_by_segment, BsCols, GreekSums};
 use gmprt::offload::jobs::BlackScholesBySegment;
 use gmprt::offload::model::{CostModel, Residency, Verdict};
@@ -51,12 +52,15 @@ pub struct Book {
     pub spot: Vec<f32>,
     /// Position in shares of underlying (signed: long or short).
     pub qty: Vec<f32>,
+    /// Per underlying, how many of its segment's first contracts are priced by Monte Carlo
+    /// (the path-dependent share; their Greeks still come from Black-Scholes).
+    pub mc: Vec<u32>,
 }
 
 impl Book {
     /// A seeded book of `contracts` spread evenly over `spots.len()` underlyings: strikes around
     /// the money, 1 month to 2 years, vols 15–60%, lots of ±1..10 × 100 shares.
-    pub fn synthetic(spots: &[f64], contracts: usize, seed: u64) -> Book {
+    pub fn synthetic(spots: &[f64], contracts: usize, mc_share: f64, seed: u64) -> Book {
         let u = spots.len();
         let mut rng = Rng(seed ^ 0xB00C);
         let offsets: Vec<u32> = (0..=u).map(|i| (i * contracts / u) as u32).collect();
@@ -69,8 +73,11 @@ impl Book {
             kind: Vec::with_capacity(contracts),
             spot: Vec::with_capacity(contracts),
             qty: Vec::with_capacity(contracts),
+            mc: Vec::with_capacity(u),
         };
         for (und, &s) in spots.iter().enumerate() {
+            let len = b.offsets[und + 1] - b.offsets[und];
+            b.mc.push(((len as f64 * mc_share).round() as u32).min(len));
             for _ in b.offsets[und]..b.offsets[und + 1] {
                 b.strike.push((s * (0.8 + 0.4 * rng.unit())) as f32);
                 b.t.push((1.0 / 12.0 + 1.9 * rng.unit()) as f32);
@@ -109,6 +116,27 @@ impl Book {
         self.offsets[u as usize] as usize..self.offsets[u as usize + 1] as usize
     }
 
+    /// The path-dependent share alone: a book of each underlying's Monte Carlo contracts (its
+    /// segments are all Monte Carlo), for the task that values them off the fast path.
+    pub fn path_dependent(&self) -> Book {
+        let mut b = Book { offsets: vec![0], ..Book::default() };
+        for u in 0..self.underlyings() {
+            let start = self.offsets[u] as usize;
+            for i in start..start + self.mc[u] as usize {
+                b.strike.push(self.strike[i]);
+                b.t.push(self.t[i]);
+                b.rate.push(self.rate[i]);
+                b.vol.push(self.vol[i]);
+                b.kind.push(self.kind[i]);
+                b.spot.push(self.spot[i]);
+                b.qty.push(self.qty[i]);
+            }
+            b.mc.push(self.mc[u]);
+            b.offsets.push(b.qty.len() as u32);
+        }
+        b
+    }
+
     /// Moves underlying `u`'s contracts to `spot`.
     pub fn set_spot(&mut self, u: u32, spot: f32) {
         let r = self.segment(u);
@@ -143,6 +171,8 @@ pub enum Placement {
 /// One `auto` decision.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Decision {
+    /// The kernel: `black_scholes`, or `monte_carlo` (its size in paths).
+    pub kernel: &'static str,
     /// Contracts in the batch.
     pub contracts: usize,
     /// The side chosen.
@@ -177,6 +207,55 @@ pub struct Pricer {
     pub decisions: Vec<Decision>,
     /// `auto` decisions made.
     pub decided: u64,
+    /// Monte Carlo: paths per contract, batches and contracts on each side (cpu, gpu).
+    pub mc_paths: u64,
+    pub mc_batches: [u64; 2],
+    pub mc_contracts: [u64; 2],
+}
+
+/// A Monte Carlo valuation of an underlying's path-dependent share: `Σ qty · price` and its
+/// variance `Σ qty² · std_error²` (the paths of different contracts are independent).
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct McValue {
+    /// Position-weighted value.
+    pub value: f64,
+    /// Its variance.
+    pub variance: f64,
+}
+
+/// The seed of contract `i`'s paths: fixed per contract, so each revaluation draws the same
+/// paths (common random numbers: a value moves with the spot, not with the draw).
+fn path_seed(i: usize) -> u64 {
+    (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5EED
+}
+
+impl Pricer {
+    /// A pricer for `placement` on `device` (its slot made by [`Pricer::prepare`]), with
+    /// `procs` Ps on the CPU side and `mc_paths` paths per Monte Carlo contract.
+    pub fn new(
+        device: Device,
+        model: CostModel,
+        placement: Placement,
+        procs: usize,
+        mc_paths: u64,
+    ) -> Pricer {
+        Pricer {
+            device,
+            slot: None,
+            model,
+            placement,
+            procs,
+            batches: [0; 2],
+            contracts: [0; 2],
+            device_busy: Duration::ZERO,
+            pricing: Duration::ZERO,
+            decisions: Vec::new(),
+            decided: 0,
+            mc_paths,
+            mc_batches: [0; 2],
+            mc_contracts: [0; 2],
+        }
+    }
 }
 
 /// `auto` decisions kept in full (the report shows them; the counters cover the rest).
@@ -191,7 +270,7 @@ impl Pricer {
     pub fn reprice(&mut self, book: &Book, unds: &[u32]) -> Result<Vec<GreekSums>, String> {
         let t0 = Instant::now();
         let n: usize = unds.iter().map(|&u| book.segment(u).len()).sum();
-        let side = self.side(n)?;
+        let side = self.side("black_scholes", n, n as f64)?;
         let sums = match side {
             Placement::Gpu => self.price_on_device(book, unds, n)?,
             _ => price_on_ps(book, unds)?,
@@ -203,13 +282,75 @@ impl Pricer {
         Ok(sums)
     }
 
+    /// Values the path-dependent share of the underlyings in `unds` by Monte Carlo
+    /// (`option_paths`, `mc_paths` paths per contract), where the placement says; one
+    /// [`McValue`] per underlying, in the order of `unds`.
+    pub fn reprice_paths(&mut self, book: &Book, unds: &[u32]) -> Result<Vec<McValue>, String> {
+        let items: Vec<(usize, usize)> = unds
+            .iter()
+            .enumerate()
+            .flat_map(|(k, &u)| {
+                let start = book.segment(u).start;
+                (start..start + book.mc[u as usize] as usize).map(move |i| (k, i))
+            })
+            .collect();
+        let mut out = vec![McValue::default(); unds.len()];
+        if items.is_empty() {
+            return Ok(out);
+        }
+        let t0 = Instant::now();
+        // option_paths draws 4 paths per block.
+        let blocks = self.mc_paths.div_ceil(4);
+        let side = self.side("monte_carlo", items.len(), (items.len() as u64 * 4 * blocks) as f64)?;
+        let contract = |i: usize| book.contract(i, book.spot[i]);
+        let sums: Vec<(f64, f64)> = if side == Placement::Gpu {
+            let device = &self.device;
+            // One hand-off for the whole batch: the device runs one contract's paths at a time.
+            let run = gmprt::runtime::syscall(|| {
+                let mut busy = std::time::Duration::ZERO;
+                let mut sums = Vec::with_capacity(items.len());
+                for &(_, i) in &items {
+                    let (s, t) = device
+                        .option_paths_sum(path_seed(i), &contract(i), blocks)
+                        .map_err(|e| e.to_string())?;
+                    busy += t.h2d + t.kernel + t.d2h;
+                    sums.push(s);
+                }
+                Ok::<_, String>((sums, busy))
+            })
+            .map_err(|e| format!("device launch: {e}"))?;
+            let (sums, busy) = run?;
+            self.device_busy += busy;
+            sums
+        } else {
+            let slots: Vec<Mutex<(f64, f64)>> = items.iter().map(|_| Mutex::new((0.0, 0.0))).collect();
+            gmprt::runtime::parallel_for(items.len(), 1, |js| {
+                for j in js {
+                    let i = items[j].1;
+                    *slots[j].lock().unwrap() = option_paths_sum(path_seed(i), &contract(i), 0, blocks);
+                }
+            });
+            slots.into_iter().map(|m| m.into_inner().unwrap()).collect()
+        };
+        for (&(k, i), (sum, sum_sq)) in items.iter().zip(sums) {
+            let p = mc_price(sum, sum_sq, 4 * blocks);
+            let q = book.qty[i] as f64;
+            out[k].value += q * p.price;
+            out[k].variance += q * q * p.std_error * p.std_error;
+        }
+        let k = (side == Placement::Gpu) as usize;
+        self.mc_batches[k] += 1;
+        self.mc_contracts[k] += items.len() as u64;
+        self.pricing += t0.elapsed();
+        Ok(out)
+    }
+
     /// The side batch of `n` contracts goes to.
-    fn side(&mut self, n: usize) -> Result<Placement, String> {
+    fn side(&mut self, kernel: &'static str, n: usize, size: f64) -> Result<Placement, String> {
         if self.placement != Placement::Auto {
             return Ok(self.placement);
         }
-        let b =
-            self.model.predict("black_scholes", n as f64, Residency::Host, 0.0).map_err(|e| e.to_string())?;
+        let b = self.model.predict(kernel, size, Residency::Host, 0.0).map_err(|e| e.to_string())?;
         // The CPU time on the Ps this runtime has (the profile's fits per P count, the closest
         // count at or below ours), against the device end to end.
         let cpu = b.cpu.iter().filter(|(p, _)| *p <= self.procs).max_by_key(|(p, _)| *p).or(b.cpu.first());
@@ -227,6 +368,7 @@ impl Pricer {
         self.decided += 1;
         if self.decisions.len() < DECISIONS_KEPT {
             self.decisions.push(Decision {
+                kernel,
                 contracts: n,
                 side,
                 cpu_us: cpu.map_or(f64::NAN, |c| c.1 * 1e6),
@@ -389,3 +531,31 @@ pub fn check_against_reference(book: &Book, sums: &[GreekSums], cuda: bool) -> (
 }
 
 const NAMES: [&str; 6] = ["price", "delta", "gamma", "vega", "theta", "rho"];
+
+/// The Monte Carlo share's check: each underlying's value against the f64 Black-Scholes price
+/// of the same contracts (the paths' payoff is European, so that is their exact expectation),
+/// as a z-score. Returns the largest |z| (≤ 5 passes) and where it was.
+pub fn check_paths(book: &Book, values: &[McValue]) -> (f64, String) {
+    let mut worst = (0.0f64, String::from("no Monte Carlo contracts"));
+    for (u, v) in values.iter().enumerate() {
+        let start = book.offsets[u] as usize;
+        let r = start..start + book.mc[u] as usize;
+        if r.is_empty() {
+            continue;
+        }
+        let want: f64 =
+            r.map(|i| book.qty[i] as f64 * reference(&book.contract(i, book.spot[i])).price).sum();
+        let z = (v.value - want).abs() / v.variance.sqrt().max(1e-12);
+        if z > worst.0 || worst.1.starts_with("no ") {
+            worst = (
+                z,
+                format!(
+                    "underlying {u}: {:.2} vs Black-Scholes {want:.2} (σ {:.2})",
+                    v.value,
+                    v.variance.sqrt()
+                ),
+            );
+        }
+    }
+    worst
+}

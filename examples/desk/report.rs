@@ -35,6 +35,15 @@ pub struct Check {
     pub worst_at: String,
 }
 
+/// The Monte Carlo share against Black-Scholes.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct PathsCheck {
+    /// Largest |value − Black-Scholes| / standard error over the underlyings.
+    pub worst_z: f64,
+    /// Where.
+    pub worst_at: String,
+}
+
 /// One run's report.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Report {
@@ -63,6 +72,19 @@ pub struct Report {
     /// Portfolio sums: price, delta, gamma, vega, theta, rho.
     pub totals: [f64; 6],
     pub check: Check,
+    /// Path-dependent contracts in the book, and paths per contract.
+    pub mc_contracts: u64,
+    pub mc_paths: u64,
+    /// Their batches on each side.
+    pub mc_batches_cpu: u64,
+    pub mc_batches_gpu: u64,
+    /// Tick → the path-dependent share valued (its own task, off the fast path).
+    pub tick_to_exotics: Latency,
+    /// `auto`'s first decisions for the Monte Carlo batches.
+    pub mc_decisions: Vec<Decision>,
+    /// Their position-weighted Monte Carlo value at the end.
+    pub mc_value: f64,
+    pub paths_check: PathsCheck,
 }
 
 pub fn print_report(r: &Report) {
@@ -127,6 +149,24 @@ pub fn print_report(r: &Report) {
     println!(
         "  portfolio: value {:.0}, delta {:.0}, gamma {:.1}, vega {:.0}; gamma breaches {}",
         t[0], t[1], t[2], t[3], r.gamma_breaches
+    );
+    println!("  tick -> exotics valued: {}", l(&r.tick_to_exotics));
+    if let Some(d) = r.mc_decisions.iter().find(|d| d.contracts > 0) {
+        println!(
+            "  auto, Monte Carlo: {} contracts -> {:?}  (cpu {:.1} µs, device {:.1} µs)",
+            d.contracts, d.side, d.cpu_us, d.gpu_us
+        );
+    }
+    println!(
+        "  Monte Carlo share: {} contracts x {} paths, {} batches on the CPU and {} on the device; value {:.0}, worst |z| vs Black-Scholes {:.2} ({}) {}",
+        r.mc_contracts,
+        r.mc_paths,
+        r.mc_batches_cpu,
+        r.mc_batches_gpu,
+        r.mc_value,
+        r.paths_check.worst_z,
+        r.paths_check.worst_at,
+        if r.paths_check.worst_z <= 5.0 { "ok" } else { "FAILED" }
     );
     println!(
         "  check: final risk vs f64 reference, worst |error|/tolerance {:.3} ({}) {}",
