@@ -133,6 +133,18 @@ fn a_gateway_that_refuses_at_first_gets_every_order_later() {
 }
 
 #[test]
+fn a_gateway_that_never_stops_refusing_leaves_orders_reported_and_the_run_ends() {
+    // It accepts every connection and drops it at once: the sender gives up after the feed
+    // ends, and says how many orders it could not send.
+    let r = report(&["--fault-gateway-refuse", "1000000"]);
+    let o = &r["orders"];
+    assert_eq!(u(o, &["acked"]), 0, "{o}");
+    assert!(u(o, &["pending_at_end"]) > 0, "{o}");
+    assert!(u(o, &["refused"]) >= 3, "{o}");
+    assert_accounted(&r, 5000);
+}
+
+#[test]
 fn a_gateway_that_is_down_leaves_orders_reported_not_dropped() {
     let r = report(&["--fault-gateway-down"]);
     let o = &r["orders"];

@@ -200,8 +200,14 @@ impl Orders {
     }
 }
 
+/// How long the sender waits for a batch's acks before it counts the gateway as failed: a
+/// loopback gateway acks in tens of µs, so 1 s only ever fires on one that has stopped
+/// answering (which must not hang the desk's shutdown).
+const ACK_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// Sends queued orders to the gateway at `addr` until `done` is set and the queue is empty,
-/// or the gateway has failed `final_tries` times in a row after `done`. Acked orders'
+/// or the gateway has failed `final_tries` times after `done` (refused, dropped the
+/// connection, or sent no ack within [`ACK_TIMEOUT`]). Acked orders'
 /// tick → ack latencies go to `ack_us`.
 pub async fn send_orders(
     addr: std::net::SocketAddr,
@@ -261,7 +267,11 @@ pub async fn send_orders(
             },
         };
         let sent = rec.as_ref().map(|r| r.now());
-        match exchange(s, &batch).await {
+        let acked = match gmprt::runtime::time::timeout(ACK_TIMEOUT, exchange(s, &batch)).await {
+            Ok(r) => r,
+            Err(_) => Err(format!("no ack within {ACK_TIMEOUT:?}")),
+        };
+        match acked {
             Ok(()) => {
                 let now = Instant::now();
                 if let (Some(r), Some(t)) = (&rec, sent) {
@@ -284,10 +294,24 @@ pub async fn send_orders(
             }
             Err(e) => {
                 conn = None;
-                let mut o = orders.lock().unwrap();
-                o.stats.refused += 1;
-                o.stats.last_error = Some(format!("gateway {addr}: {e}"));
-                o.requeue(&batch);
+                if finishing {
+                    tries_after_done += 1;
+                }
+                let give_up = finishing && tries_after_done >= final_tries;
+                {
+                    let mut o = orders.lock().unwrap();
+                    o.stats.refused += 1;
+                    o.stats.last_error = Some(format!("gateway {addr}: {e}"));
+                    o.requeue(&batch);
+                    if give_up {
+                        o.stats.pending_at_end = o.fifo.len() as u64;
+                    }
+                }
+                if give_up {
+                    return;
+                }
+                sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_millis(50));
             }
         }
     }
