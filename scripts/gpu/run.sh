@@ -29,7 +29,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 
-STAGES=(0-env 1-correct 2-calibrate 3-screener 4-sched 5-bench)
+STAGES=(0-env 1-correct 2-calibrate 3-screener 4-sched 5-bench 6-desk)
 # Expected time of each stage on the GPU machine (H100/H200, 16 cores), full scale; the
 # reasoning is in scripts/gpu/README.md.
 declare -A EXPECT=(
@@ -39,6 +39,7 @@ declare -A EXPECT=(
   [3-screener]="~30-120 s: option_screener 1e6, monte_carlo_pi 1e9/1e8, matmul_ladder 4096"
   [4-sched]="~40-120 s: scaling curve (scripts/scaling.sh: gmprt, tokio, go at procs 1 2 4 8 16 + nproc, 3 rounds), --park at 16, amdahl 1..16"
   [5-bench]="~250-450 s (capped at 540): criterion benches scheduler + offload (BENCH_PROCS=16), the model bench"
+  [6-desk]="~60-120 s: trading_desk at 5,000 ticks/s with cpu, gpu, auto (1M contracts), then --sweep"
 )
 
 die() { echo "run.sh: error: $*" >&2; exit 1; }
@@ -298,6 +299,18 @@ stage_3_screener() {
   figures monte_carlo_pi '^(cpu:|device:|same stream|cpu − device)' 10
   step matmul_ladder "$(pick 240 120 60)" "$BIN/matmul_ladder" --n "$(pick 4096 256 128)" --naive-max "$(pick 512 128 64)"
   figures matmul_ladder '^(rung|[0-9]\. )' 18
+}
+
+# The trading desk (issue 28): the same book priced three ways at the rate of the issue's
+# tick -> ack target, then the sweep (highest sustained rate per placement).
+stage_6_desk() {
+  local desk=("$BIN/trading_desk" --contracts "$(pick 1e6 1e5 1e4)" --ticks "$(pick 25000 5000 2000)")
+  for p in cpu gpu auto; do
+    step "desk-$p" "$(pick 60 40 30)" "${desk[@]}" --placement "$p" --rate "$(pick 5000 5000 0)"
+    figures "desk-$p" '^(trading_desk:|  (tick ->|risk updates|placement:|Monte Carlo|check))' 9
+  done
+  step desk-sweep "$(pick 200 120 60)" "${desk[@]}" --sweep
+  figures desk-sweep '^(trading_desk --sweep|  (Cpu|Gpu|Auto|auto /|at half))' 8
 }
 
 stage_4_sched() {
