@@ -135,6 +135,13 @@ fn heap() -> std::sync::MutexGuard<'static, Heap> {
 }
 
 impl Heap {
+    /// Publishes class `bin`'s list length to [`AVAIL`]; called under the lock after every
+    /// change of the list.
+    fn publish(&self, bin: usize) {
+        // Relaxed: a hint (see AVAIL); the blocks themselves move under the lock.
+        AVAIL[bin].store(self.free[bin].0.len(), Ordering::Relaxed);
+    }
+
     /// A fresh chunk: a spare tail if one is left, else [`CHUNK_BYTES`] of the region.
     fn chunk(&mut self) -> Chunk {
         if let Some(c) = self.spare.pop() {
@@ -180,8 +187,7 @@ pub(crate) fn refill(bin: usize, to: &mut Vec<NonNull<u8>>) -> usize {
     let from = &mut h.free[bin].0;
     let n = from.len().min(BATCH);
     to.extend(from.drain(from.len() - n..));
-    // Relaxed: a hint; the blocks moved under the lock.
-    AVAIL[bin].store(from.len(), Ordering::Relaxed);
+    h.publish(bin);
     n
 }
 
@@ -189,10 +195,8 @@ pub(crate) fn refill(bin: usize, to: &mut Vec<NonNull<u8>>) -> usize {
 pub(crate) fn spill(bin: usize, from: &mut Vec<NonNull<u8>>, keep: usize) {
     if from.len() > keep {
         let mut h = heap();
-        let to = &mut h.free[bin].0;
-        to.extend(from.drain(keep..));
-        // Relaxed: a hint (see AVAIL).
-        AVAIL[bin].store(to.len(), Ordering::Relaxed);
+        h.free[bin].0.extend(from.drain(keep..));
+        h.publish(bin);
     }
 }
 
@@ -201,8 +205,7 @@ pub(crate) fn spill(bin: usize, from: &mut Vec<NonNull<u8>>, keep: usize) {
 pub(crate) fn alloc_one(bin: usize, size: usize, align: usize) -> NonNull<u8> {
     let mut h = heap();
     if let Some(p) = h.free[bin].0.pop() {
-        // Relaxed: a hint (see AVAIL).
-        AVAIL[bin].store(h.free[bin].0.len(), Ordering::Relaxed);
+        h.publish(bin);
         return p;
     }
     loop {
@@ -220,8 +223,7 @@ pub(crate) fn alloc_one(bin: usize, size: usize, align: usize) -> NonNull<u8> {
 pub(crate) unsafe fn free_one(bin: usize, ptr: NonNull<u8>) {
     let mut h = heap();
     h.free[bin].0.push(ptr);
-    // Relaxed: a hint (see AVAIL).
-    AVAIL[bin].store(h.free[bin].0.len(), Ordering::Relaxed);
+    h.publish(bin);
 }
 
 /// A retired P's lists and chunk, given back for reuse.
@@ -229,8 +231,7 @@ pub(crate) fn retire(lists: &mut [Vec<NonNull<u8>>; BINS], chunk: Chunk) {
     let mut h = heap();
     for (bin, v) in lists.iter_mut().enumerate() {
         h.free[bin].0.append(v);
-        // Relaxed: a hint (see AVAIL).
-        AVAIL[bin].store(h.free[bin].0.len(), Ordering::Relaxed);
+        h.publish(bin);
     }
     if chunk.len >= CHUNK_BYTES / 8 {
         h.spare.push(chunk);
