@@ -181,11 +181,12 @@ impl Orders {
         fifo.into_iter().filter_map(|u| self.queued[u as usize].take()).collect()
     }
 
-    /// Puts orders that were not acked back, oldest first, netting any newer hedge into them.
-    fn requeue(&mut self, orders: &[Order]) {
+    /// Puts orders that were not acked back, oldest first, netting any newer hedge into them;
+    /// `written`: they had been written to the gateway (so they count as resent).
+    fn requeue(&mut self, orders: &[Order], written: bool) {
         for o in orders.iter().rev() {
             let u = o.underlying as usize;
-            self.stats.resent += 1;
+            self.stats.resent += u64::from(written);
             match &mut self.queued[u] {
                 Some(newer) => {
                     newer.qty += o.qty;
@@ -233,45 +234,25 @@ pub async fn send_orders(
             let _ = gmprt::runtime::time::timeout(Duration::from_millis(20), wake.recv()).await;
             continue;
         }
-        let s = match &conn {
-            Some(s) => s,
-            None => match TcpStream::connect(addr).await {
-                Ok(s) => {
-                    let _ = s.set_nodelay(true);
+        // One attempt: connect if there is no connection, write the batch, read its acks.
+        // `written` says whether the orders reached the wire (then they count as resent).
+        let mut sent = None;
+        let fresh = conn.is_none();
+        let (result, written) = match connect(&mut conn, addr).await {
+            Err(e) => (Err(e), false),
+            Ok(s) => {
+                if fresh {
                     backoff = Duration::from_millis(1);
-                    conn.insert(s)
                 }
-                Err(e) => {
-                    if finishing {
-                        tries_after_done += 1;
-                    }
-                    let give_up = finishing && tries_after_done >= final_tries;
-                    {
-                        let mut o = orders.lock().unwrap();
-                        o.stats.refused += 1;
-                        o.stats.last_error = Some(format!("gateway {addr}: {e}"));
-                        o.requeue_unsent(&batch);
-                        if give_up {
-                            o.stats.pending_at_end = o.fifo.len() as u64;
-                        }
-                    }
-                    if give_up {
-                        return;
-                    }
-                    sleep(backoff).await;
-                    // Doubling, capped: a gateway that is down is not hammered, and one that
-                    // comes back is found within 50 ms.
-                    backoff = (backoff * 2).min(Duration::from_millis(50));
-                    continue;
-                }
-            },
+                sent = rec.as_ref().map(|r| r.now());
+                let r = match gmprt::runtime::time::timeout(ACK_TIMEOUT, exchange(s, &batch)).await {
+                    Ok(r) => r,
+                    Err(_) => Err(format!("no ack within {ACK_TIMEOUT:?}")),
+                };
+                (r, true)
+            }
         };
-        let sent = rec.as_ref().map(|r| r.now());
-        let acked = match gmprt::runtime::time::timeout(ACK_TIMEOUT, exchange(s, &batch)).await {
-            Ok(r) => r,
-            Err(_) => Err(format!("no ack within {ACK_TIMEOUT:?}")),
-        };
-        match acked {
+        match result {
             Ok(()) => {
                 let now = Instant::now();
                 if let (Some(r), Some(t)) = (&rec, sent) {
@@ -302,7 +283,7 @@ pub async fn send_orders(
                     let mut o = orders.lock().unwrap();
                     o.stats.refused += 1;
                     o.stats.last_error = Some(format!("gateway {addr}: {e}"));
-                    o.requeue(&batch);
+                    o.requeue(&batch, written);
                     if give_up {
                         o.stats.pending_at_end = o.fifo.len() as u64;
                     }
@@ -311,19 +292,22 @@ pub async fn send_orders(
                     return;
                 }
                 sleep(backoff).await;
+                // Doubling, capped: a gateway that is down is not hammered, and one that comes
+                // back is found within 50 ms.
                 backoff = (backoff * 2).min(Duration::from_millis(50));
             }
         }
     }
 }
 
-impl Orders {
-    /// Puts orders that were never written back (not counted as resent).
-    fn requeue_unsent(&mut self, orders: &[Order]) {
-        let resent = self.stats.resent;
-        self.requeue(orders);
-        self.stats.resent = resent;
+/// The connection to the gateway, opened if there is none.
+async fn connect(conn: &mut Option<TcpStream>, addr: std::net::SocketAddr) -> Result<&TcpStream, String> {
+    if conn.is_none() {
+        let s = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+        let _ = s.set_nodelay(true);
+        *conn = Some(s);
     }
+    Ok(conn.as_ref().expect("connected above"))
 }
 
 /// Writes `batch` and reads one ack per order, in order.
@@ -360,7 +344,7 @@ mod tests {
         let batch = o.take_all();
         assert_eq!(batch.iter().map(|b| b.underlying).collect::<Vec<_>>(), [2, 0]);
         o.hedge(0, -10.0, t, 4);
-        o.requeue(&batch);
+        o.requeue(&batch, true);
         assert_eq!(o.fifo.iter().copied().collect::<Vec<_>>(), [2, 0]);
         assert_eq!(o.queued_qty(0), -60.0, "the newer hedge is netted into the requeued order");
         assert_eq!(o.stats.resent, 2);
