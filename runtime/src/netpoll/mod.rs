@@ -16,10 +16,10 @@
 //! | `sched.lastpoll` (0: an M is blocked)| `Shared::lastpoll`                                  |
 //!
 //! # Where Ms poll (`sched/worker.rs`, `sched/sysmon.rs`)
-//! 1. **Non-blocking, in `findRunnable`**: after the local and global queues and before
-//!    stealing (and once every 61 ticks before the queues), if some task waits on a descriptor
-//!    and no M is blocked in `netpoll` (`lastpoll != 0`), poll without blocking; the woken
-//!    tasks go to the tail of this M's P, in event order, and the M looks again.
+//! 1. **Non-blocking, in `findRunnable`, once every 61 ticks** (tokio's `event_interval`),
+//!    before the queues: if some task waits on a descriptor and no M is blocked in `netpoll`
+//!    (`lastpoll != 0`), poll without blocking; the woken tasks go to the tail of this M's P,
+//!    in event order. Not when the queues are empty: see "Steal before polling".
 //! 2. **Blocking, on the idle path**: an M that found nothing, released its P and rechecked
 //!    (the park protocol of `sched/idle.rs`, step 3) blocks in `netpoll` instead of `stopm` if
 //!    a task waits on a descriptor and it wins `lastpoll.swap(0) != 0` — so at most one M
@@ -34,6 +34,20 @@
 //! 4. **A waiter off an M** (a `block_on` future, a foreign thread): it holds no P and no M
 //!    will run `findRunnable` for it, so after counting itself in `nwaiters` it calls `wakep`
 //!    unless an M is blocked in `netpoll` already (`lastpoll == 0`).
+//!
+//! # Steal before polling
+//! Go's `findRunnable` also polls without blocking once the local and global queues are empty,
+//! before stealing. Here an M with empty queues steals first and reads the network only on the
+//! idle path (step 2), as tokio's workers do (steal, then park on the driver). Order of
+//! arrival is the reason: a task queued on another P became runnable before any event still in
+//! the kernel. An M that polls first serves those newer events while the older tasks wait for
+//! their own P's M, and when the OS deschedules that M (its core is shared with the load, or
+//! with other processes) they wait out a whole OS time slice. That was the tail of `benches/net`'s
+//! HTTP run on 2 cores: p99 6.1-6.8 ms with the early poll against tokio's 4.2 ms, 4.2-4.8 ms
+//! without it, at the same throughput (`benches/results/net-2core-issue25-steal-first.txt`).
+//! Correctness does not depend on it: the early poll was an optimisation, and the proof below
+//! rests on the idle path and sysmon. The cost is a P released and taken back around the
+//! blocking poll when events are already pending (two `sched` lock round trips).
 //!
 //! # `netpollBreak`
 //! The M blocked in `netpoll` holds no P and is in no idle list; it is woken by an event, its
@@ -240,8 +254,9 @@ impl Shared {
         }
     }
 
-    /// Step 1 of the module doc, from `findRunnable`: a non-blocking poll when tasks wait on
-    /// descriptors and no M is blocked in `netpoll`. Returns true if it woke any task.
+    /// Step 1 of the module doc, from `findRunnable` every 61 ticks: a non-blocking poll when
+    /// tasks wait on descriptors and no M is blocked in `netpoll`. Returns true if it woke any
+    /// task. The caller is an M holding a P.
     pub(crate) fn netpoll_nonblocking(&self) -> bool {
         let last = self.net.lastpoll.load(SeqCst);
         if !self.netpoll_any_waiters() || last == 0 {

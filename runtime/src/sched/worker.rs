@@ -106,7 +106,8 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
         // sysmon's 10 ms poll otherwise). A P whose queue never empties — a burst of a
         // thousand spawned clients — would else leave an acceptor's readiness unread until
         // sysmon, while connections overflow the listener's backlog. The woken tasks go to
-        // the global queue, which the fairness check below reads first on the same tick.
+        // the tail of this P's queue (`netpoll_ready_here`). Not under the P borrow: waking
+        // queues them on it.
         let tick = cx.p.borrow().as_ref().map_or(1, |p| p.schedtick);
         if tick.is_multiple_of(GLOBAL_CHECK_TICKS) {
             shared.netpoll_nonblocking();
@@ -132,11 +133,11 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
                 return Some(t);
             }
         }
-        // Go's order: the network before stealing, without blocking (netpoll/mod.rs, step 1).
-        // Not under the P borrow: the woken tasks are queued on it.
-        if shared.netpoll_nonblocking() {
-            continue;
-        }
+        // No network poll here, unlike Go's `findRunnable` (netpoll(0) before stealing): a task
+        // already queued on another P has waited longer than any event not yet read, and an M
+        // that polls first keeps serving fresh events while a P whose M the OS descheduled holds
+        // its queue (netpoll/mod.rs, "Steal before polling"). The network is read on the 61st
+        // tick above, by the M that blocks in netpoll on the idle path below, and by sysmon.
         {
             let mut guard = cx.p.borrow_mut();
             let p = guard.as_mut().expect("M in find_runnable without a P");
