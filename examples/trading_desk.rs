@@ -18,7 +18,8 @@
 //!   batch, with the profile of this machine), sums Greeks per underlying with the segmented
 //!   reduction kernel, and checks limits;
 //! * **exotics** (`desk/exotics.rs`): a share of the contracts is path-dependent and valued by
-//!   Monte Carlo (`option_paths`), by its own task off the fast path, where the placement says;
+//!   Monte Carlo (`option_paths`), by its own task off the fast path, where the placement says
+//!   (on the device, one launch per batch: `Device::option_paths_sum_many`);
 //! * **hedges** (`desk/gateway.rs`): a delta past its limit becomes an order to a loopback
 //!   gateway that acks; while the gateway is away, orders wait in a bounded, netted queue.
 //!

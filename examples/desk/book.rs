@@ -305,18 +305,13 @@ impl Pricer {
         let contract = |i: usize| book.contract(i, book.spot[i]);
         let sums: Vec<(f64, f64)> = if side == Placement::Gpu {
             let device = &self.device;
-            // One hand-off for the whole batch: the device runs one contract's paths at a time.
+            let seeds: Vec<u64> = items.iter().map(|&(_, i)| path_seed(i)).collect();
+            let contracts: Vec<Contract> = items.iter().map(|&(_, i)| contract(i)).collect();
+            // One hand-off and one launch for the whole batch (`gmprt_option_paths_batch`).
             let run = gmprt::runtime::syscall(|| {
-                let mut busy = std::time::Duration::ZERO;
-                let mut sums = Vec::with_capacity(items.len());
-                for &(_, i) in &items {
-                    let (s, t) = device
-                        .option_paths_sum(path_seed(i), &contract(i), blocks)
-                        .map_err(|e| e.to_string())?;
-                    busy += t.h2d + t.kernel + t.d2h;
-                    sums.push(s);
-                }
-                Ok::<_, String>((sums, busy))
+                let (sums, t) =
+                    device.option_paths_sum_many(&seeds, &contracts, blocks).map_err(|e| e.to_string())?;
+                Ok::<_, String>((sums, t.h2d + t.kernel + t.d2h))
             })
             .map_err(|e| format!("device launch: {e}"))?;
             let (sums, busy) = run?;

@@ -1,5 +1,6 @@
 // Monte Carlo on Philox4x32-10 streams: pi by sampling the unit square (gmprt_pi_hits) and a
-// European option by simulated terminal prices (gmprt_option_paths). The CUDA twins of
+// European option by simulated terminal prices (gmprt_option_paths, and gmprt_option_paths_batch for
+// many contracts in one launch). The CUDA twins of
 // kernels/src/philox.rs and kernels/src/monte_carlo.rs; the same seed draws the same numbers.
 //
 // Stream layout (fixed, shared with the CPU): block b (u64) of stream `tag` is
@@ -161,31 +162,31 @@ __device__ __forceinline__ double gmprt_path_payoff(float z, float spot, double 
     return fmax(sgn * (st - strike), 0.0) * disc;
 }
 
-// sums[0] += sum of discounted payoffs, sums[1] += sum of their squares, over the 4 * blocks
-// paths of stream GMPRT_TAG_PATHS. Each Philox block gives four normals by Box-Muller on
-// (unit_open(w0), unit(w1)) and (unit_open(w2), unit(w3)), in the order
+// This thread's share of one contract's paths: Philox blocks first, first + stride, ... below
+// `blocks` of stream GMPRT_TAG_PATHS under `seed`, into *sum and *sum_sq (f64). Each Philox
+// block gives four normals by Box-Muller on (unit_open(w0), unit(w1)) and (unit_open(w2),
+// unit(w3)), in the order
 //   z0 = r1 cos(2 pi u2), z1 = r1 sin(2 pi u2), z2 = r2 cos(2 pi u4), z3 = r2 sin(2 pi u4),
 //   r = sqrt(-2 ln u)   (all f32),
 // and each normal one path: S_T = S exp((r - sigma^2 / 2) T + sigma sqrt(T) z) (f32). The
 // payoff max(+-(S_T - K), 0) is taken in f64, discounted by exp(-r T) (f64), summed in f64 —
-// step for step as kernels/src/monte_carlo.rs documents it.
-extern "C" __global__ void gmprt_option_paths(unsigned long long seed, float spot, float strike,
-                                              float t, float rate, float vol, int is_call,
-                                              unsigned long long blocks, double* sums)
+// step for step as kernels/src/monte_carlo.rs documents it. One body for both kernels below.
+__device__ __forceinline__ void gmprt_paths_partial(unsigned long long seed, float spot, float strike,
+                                                    float t, float rate, float vol, int is_call,
+                                                    unsigned long long first,
+                                                    unsigned long long stride,
+                                                    unsigned long long blocks, double* sum_out,
+                                                    double* sum_sq_out)
 {
-    __shared__ double warp_sums[32];
     // (r - sigma^2 / 2) T with each operation rounded separately, as on the CPU.
     float drift = __fmul_rn(__fsub_rn(rate, __fmul_rn(__fmul_rn(0.5f, vol), vol)), t);
     float vol_sqrt_t = vol * sqrtf(t);
     double sgn = is_call != 0 ? 1.0 : -1.0;
     double disc = exp(-(double)rate * (double)t);
     double strike64 = (double)strike;
-
-    unsigned long long stride = (unsigned long long)blockDim.x * gridDim.x;
     double sum = 0.0;
     double sum_sq = 0.0;
-    for (unsigned long long b = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-         b < blocks; b += stride) {
+    for (unsigned long long b = first; b < blocks; b += stride) {
         gmprt_u32x4 r = gmprt_philox_block(seed, GMPRT_TAG_PATHS, b);
         float rad0 = sqrtf(-2.0f * logf(gmprt_unit_open(r.x)));
         float ang0 = GMPRT_TWO_PI_F * gmprt_unit(r.y);
@@ -199,12 +200,58 @@ extern "C" __global__ void gmprt_option_paths(unsigned long long seed, float spo
             sum_sq += p * p;
         }
     }
-    sum = gmprt_block_sum_f64(sum, warp_sums);
+    *sum_out = sum;
+    *sum_sq_out = sum_sq;
+}
+
+// Adds the CUDA block's sums to out[0] and out[1] (thread 0, one atomicAdd each). Every thread
+// of the block must call it; it leaves `shared` free for the next call (a barrier at the end).
+__device__ __forceinline__ void gmprt_paths_add(double sum, double sum_sq, double* shared, double* out)
+{
+    sum = gmprt_block_sum_f64(sum, shared);
     // The shared slots are reused for the second sum: wait until warp 0 has read them all.
     __syncthreads();
-    sum_sq = gmprt_block_sum_f64(sum_sq, warp_sums);
+    sum_sq = gmprt_block_sum_f64(sum_sq, shared);
     if (threadIdx.x == 0) {
-        atomicAdd(&sums[0], sum);
-        atomicAdd(&sums[1], sum_sq);
+        atomicAdd(&out[0], sum);
+        atomicAdd(&out[1], sum_sq);
+    }
+    __syncthreads();
+}
+
+// sums[0] += sum of discounted payoffs, sums[1] += sum of their squares, over the 4 * blocks
+// paths of stream GMPRT_TAG_PATHS (gmprt_paths_partial), the grid striding over the blocks.
+extern "C" __global__ void gmprt_option_paths(unsigned long long seed, float spot, float strike,
+                                              float t, float rate, float vol, int is_call,
+                                              unsigned long long blocks, double* sums)
+{
+    __shared__ double warp_sums[32];
+    unsigned long long stride = (unsigned long long)blockDim.x * gridDim.x;
+    unsigned long long first = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    double sum, sum_sq;
+    gmprt_paths_partial(seed, spot, strike, t, rate, vol, is_call, first, stride, blocks, &sum, &sum_sq);
+    gmprt_paths_add(sum, sum_sq, warp_sums, sums);
+}
+
+// Many contracts in one launch: for each contract c < n, sums[2c] and sums[2c + 1] += the sums of
+// its 4 * blocks paths under seeds[c], exactly as gmprt_option_paths(seeds[c], params of c,
+// blocks, sums + 2c) would add them. params[6c .. 6c + 6] = spot, strike, t, rate, vol, is_call
+// (1.0f: call, 0.0f: put). Grid: row y (blockIdx.y) takes contracts y, y + gridDim.y, ...; the
+// gridDim.x CUDA blocks of a row stride over that contract's Philox blocks. `sums` (2n doubles)
+// must be zeroed before the launch.
+extern "C" __global__ void gmprt_option_paths_batch(const unsigned long long* seeds, const float* params,
+                                                    unsigned n, unsigned long long blocks, double* sums)
+{
+    __shared__ double warp_sums[32];
+    unsigned long long stride = (unsigned long long)blockDim.x * gridDim.x;
+    unsigned long long first = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    // The loop bound is the same for every thread of a CUDA block (blockIdx.y), so the
+    // barriers inside gmprt_paths_add are reached by all of them.
+    for (unsigned c = blockIdx.y; c < n; c += gridDim.y) {
+        const float* p = params + 6ull * c;
+        double sum, sum_sq;
+        gmprt_paths_partial(seeds[c], p[0], p[1], p[2], p[3], p[4], p[5] != 0.0f ? 1 : 0, first, stride,
+                            blocks, &sum, &sum_sq);
+        gmprt_paths_add(sum, sum_sq, warp_sums, sums + 2ull * c);
     }
 }

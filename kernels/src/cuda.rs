@@ -66,6 +66,20 @@ pub const FN_PI_HITS: &str = "gmprt_pi_hits";
 /// assert!(MONTE_CARLO.src.contains(FN_OPTION_PATHS));
 /// ```
 pub const FN_OPTION_PATHS: &str = "gmprt_option_paths";
+/// `gmprt_option_paths_batch(const u64* seeds, const f32* params, u32 n, u64 blocks, f64* sums)`:
+/// for each of `n` contracts, what [`FN_OPTION_PATHS`] adds for it, into `sums[2c..2c + 2]`, in
+/// one launch. `params[6c..6c + 6]` = spot, strike, t, rate, vol, is_call (1.0 or 0.0). The CPU
+/// twin is [`option_paths_sum_many`](crate::monte_carlo::option_paths_sum_many).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::{FN_OPTION_PATHS_BATCH, MONTE_CARLO};
+///
+/// assert!(MONTE_CARLO.functions.contains(&FN_OPTION_PATHS_BATCH));
+/// assert!(MONTE_CARLO.src.contains(FN_OPTION_PATHS_BATCH));
+/// ```
+pub const FN_OPTION_PATHS_BATCH: &str = "gmprt_option_paths_batch";
 /// `gmprt_saxpy(int n, f32 a, const f32* x, const f32* y, f32* out)`: `out = a·x + y`.
 ///
 /// # Examples
@@ -130,20 +144,21 @@ pub const BLACK_SCHOLES: CudaSource = CudaSource {
     functions: &[FN_BLACK_SCHOLES],
 };
 
-/// Philox4x32-10 Monte Carlo: π hits and option path sums (`kernels/cuda/monte_carlo.cu`).
+/// Philox4x32-10 Monte Carlo: π hits and option path sums, one contract or many per launch
+/// (`kernels/cuda/monte_carlo.cu`).
 ///
 /// # Examples
 ///
 /// ```
 /// use gmprt_kernels::cuda::MONTE_CARLO;
 ///
-/// assert_eq!(MONTE_CARLO.functions.len(), 2);
+/// assert_eq!(MONTE_CARLO.functions.len(), 3);
 /// assert!(!MONTE_CARLO.src.contains('\0'), "NVRTC takes a C string");
 /// ```
 pub const MONTE_CARLO: CudaSource = CudaSource {
     name: "monte_carlo",
     src: include_str!("../cuda/monte_carlo.cu"),
-    functions: &[FN_PI_HITS, FN_OPTION_PATHS],
+    functions: &[FN_PI_HITS, FN_OPTION_PATHS, FN_OPTION_PATHS_BATCH],
 };
 
 /// SAXPY, out of place (`kernels/cuda/saxpy.cu`).

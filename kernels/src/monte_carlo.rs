@@ -232,6 +232,31 @@ pub fn option_paths_sum(seed: u64, c: &Contract, first_block: u64, blocks: u64) 
     (sum, sum_sq)
 }
 
+/// [`option_paths_sum`] over blocks `0..blocks` for each contract, contract `i` on the stream
+/// of `seeds[i]`: the CPU twin of the batched CUDA kernel (`gmprt_option_paths_batch`), which
+/// values a whole batch of contracts in one launch. `None` if the two slices differ in length
+/// (say which in the caller's error).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{Contract, OptionKind};
+/// use gmprt_kernels::monte_carlo::{option_paths_sum, option_paths_sum_many};
+///
+/// let c = Contract { spot: 100.0, strike: 100.0, t: 1.0, rate: 0.05, vol: 0.2, kind: OptionKind::Call };
+/// let p = Contract { kind: OptionKind::Put, ..c };
+/// let many = option_paths_sum_many(&[3, 4], &[c, p], 256).unwrap();
+/// // Contract by contract, the same sums as one call each, bit for bit.
+/// assert_eq!(many, vec![option_paths_sum(3, &c, 0, 256), option_paths_sum(4, &p, 0, 256)]);
+/// assert!(option_paths_sum_many(&[3], &[c, p], 256).is_none());
+/// ```
+pub fn option_paths_sum_many(seeds: &[u64], contracts: &[Contract], blocks: u64) -> Option<Vec<(f64, f64)>> {
+    if seeds.len() != contracts.len() {
+        return None;
+    }
+    Some(seeds.iter().zip(contracts).map(|(&s, c)| option_paths_sum(s, c, 0, blocks)).collect())
+}
+
 /// A Monte Carlo price with its standard error.
 ///
 /// # Examples

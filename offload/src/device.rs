@@ -737,6 +737,72 @@ impl Device {
             }
         }
     }
+
+    /// [`Device::option_paths_sum`] for a batch of contracts, contract `i` on the stream of
+    /// `seeds[i]`: one launch on CUDA (`gmprt_option_paths_batch`: a desk's path-dependent
+    /// share pays one launch and one round trip per revaluation, not one per contract);
+    /// Host and simulated split the contracts over the host threads, each contract's sums
+    /// exactly `monte_carlo::option_paths_sum(seeds[i], &contracts[i], 0, blocks)`
+    /// (simulated: paced by the profile's `monte_carlo` at `4 · blocks · n` paths). Every
+    /// contract is validated first; the error names the first bad one.
+    ///
+    /// ```
+    /// use gmprt_offload::kernels::black_scholes::{Contract, OptionKind};
+    /// use gmprt_offload::kernels::monte_carlo::option_paths_sum;
+    /// use gmprt_offload::Device;
+    ///
+    /// let c = Contract { spot: 100.0, strike: 95.0, t: 0.5, rate: 0.03, vol: 0.25, kind: OptionKind::Put };
+    /// let d = Device::host();
+    /// let (sums, _times) = d.option_paths_sum_many(&[7, 8], &[c, c], 512).unwrap();
+    /// assert_eq!(sums[1], option_paths_sum(8, &c, 0, 512));
+    /// // A bad contract is named before anything runs; so are unequal slices.
+    /// let e = d.option_paths_sum_many(&[7, 8], &[c, Contract { t: f32::NAN, ..c }], 512).unwrap_err();
+    /// assert!(e.to_string().contains("contract 1"), "{e}");
+    /// assert!(d.option_paths_sum_many(&[7], &[c, c], 512).is_err());
+    /// ```
+    pub fn option_paths_sum_many(
+        &self,
+        seeds: &[u64],
+        contracts: &[Contract],
+        blocks: u64,
+    ) -> Result<(Vec<(f64, f64)>, PhaseTimes), OffloadError> {
+        if seeds.len() != contracts.len() {
+            return Err(OffloadError::Config(format!(
+                "option_paths_sum_many: {} seeds for {} contracts",
+                seeds.len(),
+                contracts.len()
+            )));
+        }
+        for (i, c) in contracts.iter().enumerate() {
+            black_scholes::validate(c, 0)
+                .map_err(|e| OffloadError::Config(format!("option_paths_sum_many: contract {i}: {e}")))?;
+        }
+        let on_host = |threads: usize| -> Vec<(f64, f64)> {
+            HostPool::global()
+                .split_blocks(contracts.len() as u64, threads, |first, count| {
+                    let r = first as usize..(first + count) as usize;
+                    monte_carlo::option_paths_sum_many(&seeds[r.clone()], &contracts[r], blocks)
+                        .expect("equal slices")
+                })
+                .into_iter()
+                .flatten()
+                .collect()
+        };
+        match &*self.inner {
+            Inner::Cuda(cuda) => cuda.option_paths_sum_many(seeds, contracts, blocks),
+            Inner::Host(h) => {
+                let t = Instant::now();
+                let sums = on_host(h.threads());
+                Ok((sums, PhaseTimes { kernel: t.elapsed(), ..PhaseTimes::default() }))
+            }
+            Inner::Sim(sim) => {
+                let paths = 4.0 * blocks as f64 * contracts.len() as f64;
+                let predicted = sim.kernel_time("monte_carlo", paths).unwrap_or(Duration::ZERO);
+                let (sums, kernel) = paced(predicted, || on_host(host_threads()));
+                Ok((sums, PhaseTimes { kernel, ..PhaseTimes::default() }))
+            }
+        }
+    }
 }
 
 // A Device is shared by Batcher worker threads: it must be Send + Sync.

@@ -163,6 +163,10 @@ fn main() -> ExitCode {
             "option_paths_agree_with_cpu_and_black_scholes",
             option_paths_agree_with_cpu_and_black_scholes,
         ),
+        gpu_test(
+            "option_paths_batch_equals_one_launch_per_contract",
+            option_paths_batch_equals_one_launch_per_contract,
+        ),
         host_test(
             "black_scholes_by_segment_on_host_equals_the_cpu_twins",
             by_segment_on_host_equals_the_cpu_twins,
@@ -680,6 +684,45 @@ fn option_paths_agree_with_cpu_and_black_scholes(b: &CudaBackend) {
         println!("{kind:?}: mc {mean:.5} ± {se:.5}, bs {bs:.5}, {t:?}");
         assert!((mean - bs).abs() < 5.0 * se, "{kind:?}: mc {mean} ± {se} vs bs {bs}");
     }
+}
+
+/// The batched kernel against one launch per contract and the CPU twin: more contracts than
+/// the grid has rows (65,535 is the cap; 70,000 contracts of 64 blocks make several per row),
+/// calls and puts, different seeds.
+fn option_paths_batch_equals_one_launch_per_contract(b: &CudaBackend) {
+    let n = 70_000usize;
+    let blocks = 64u64;
+    let contracts: Vec<Contract> = (0..n)
+        .map(|i| Contract {
+            spot: 80.0 + (i % 41) as f32,
+            strike: 100.0,
+            t: 0.25 + (i % 7) as f32 * 0.25,
+            rate: 0.03,
+            vol: 0.1 + (i % 5) as f32 * 0.05,
+            kind: if i % 3 == 0 { OptionKind::Put } else { OptionKind::Call },
+        })
+        .collect();
+    let seeds: Vec<u64> = (0..n as u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 11).collect();
+    let (sums, t) = b.option_paths_sum_many(&seeds, &contracts, blocks).expect("gpu batch");
+    let cpu =
+        gmprt_kernels::monte_carlo::option_paths_sum_many(&seeds, &contracts, blocks).expect("equal slices");
+    assert_eq!(sums.len(), n);
+    // Same draws and math as the single kernel (one body, gmprt_paths_partial): to rounding.
+    for (i, ((s, q), (cs, cq))) in sums.iter().zip(&cpu).enumerate() {
+        let close = |g: f64, c: f64| (g - c).abs() <= 1e-5 * c.abs().max(1e-9);
+        assert!(close(*s, *cs) && close(*q, *cq), "contract {i}: gpu ({s}, {q}) cpu ({cs}, {cq})");
+    }
+    for &i in &[0usize, 1, 65_535, n - 1] {
+        let (one, _) = b.option_paths_sum(seeds[i], &contracts[i], blocks).expect("gpu one");
+        assert!(
+            (one.0 - sums[i].0).abs() <= 1e-9 * one.0.abs().max(1e-9),
+            "contract {i}: {one:?} vs {:?}",
+            sums[i]
+        );
+    }
+    println!("{n} contracts × {} paths in one launch: {t:?}", 4 * blocks);
+    // Unequal slices are refused before any device work.
+    assert!(b.option_paths_sum_many(&seeds[..1], &contracts, blocks).is_err());
 }
 
 /// Row-major C = A·B in f64, for tolerances.

@@ -179,6 +179,45 @@ fn host_monte_carlo_matches_the_single_thread_stream() {
     assert!(e.to_string().contains("vol"), "{e}");
 }
 
+#[test]
+fn host_monte_carlo_batch_equals_the_cpu_twin_contract_by_contract() {
+    let d = Device::host();
+    let base = Contract {
+        spot: 100.0,
+        strike: 105.0,
+        t: 0.5,
+        rate: 0.03,
+        vol: 0.25,
+        kind: black_scholes::OptionKind::Call,
+    };
+    let contracts: Vec<Contract> = (0..37)
+        .map(|i| Contract {
+            spot: 90.0 + i as f32,
+            kind: if i % 2 == 0 { black_scholes::OptionKind::Put } else { black_scholes::OptionKind::Call },
+            ..base
+        })
+        .collect();
+    let seeds: Vec<u64> = (0..37).map(|i| 1000 + i).collect();
+    for blocks in [0u64, 1, 300] {
+        let (sums, _) = d.option_paths_sum_many(&seeds, &contracts, blocks).unwrap();
+        let want: Vec<(f64, f64)> = seeds
+            .iter()
+            .zip(&contracts)
+            .map(|(&s, c)| monte_carlo::option_paths_sum(s, c, 0, blocks))
+            .collect();
+        // Each contract's sums come from one single-threaded call: bit for bit, in order.
+        assert_eq!(sums, want, "blocks {blocks}");
+    }
+    assert!(d.option_paths_sum_many(&[], &[], 10).unwrap().0.is_empty());
+    // Bad input: the first bad contract is named, unequal slices are refused.
+    let mut bad = contracts.clone();
+    bad[5].vol = -0.1;
+    let e = d.option_paths_sum_many(&seeds, &bad, 10).unwrap_err().to_string();
+    assert!(e.contains("contract 5") && e.contains("vol"), "{e}");
+    let e = d.option_paths_sum_many(&seeds[..3], &contracts, 10).unwrap_err().to_string();
+    assert!(e.contains("3 seeds for 37 contracts"), "{e}");
+}
+
 // ---- issue 12: CUDA library checks, sync mode (pure parts; no GPU needed) ----
 
 use gmprt_offload::cuda::libs::{self, CudaLib, EXPECTED_CUDA_MAJOR};

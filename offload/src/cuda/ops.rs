@@ -9,7 +9,7 @@
 //! when the call returns, after everything that used them (stream order; event tracking is
 //! off, see `cuda`'s docs). On an error after work was enqueued the stream is synchronised
 //! before returning.
-use super::launch::{config, gemm_f32};
+use super::launch::{config, gemm_f32, grid_size, BLOCK_SIZE};
 use super::{driver_err, phase_times, CudaBackend};
 use crate::backend::Phases;
 use crate::error::OffloadError;
@@ -17,7 +17,7 @@ use crate::PhaseTimes;
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream, PushKernelArg};
 use gmprt_kernels::black_scholes::{Contract, OptionKind};
-use gmprt_kernels::cuda::{FN_OPTION_PATHS, FN_PI_HITS, MONTE_CARLO};
+use gmprt_kernels::cuda::{FN_OPTION_PATHS, FN_OPTION_PATHS_BATCH, FN_PI_HITS, MONTE_CARLO};
 use gmprt_kernels::precision::Precision;
 use gmprt_kernels::KernelError;
 use std::sync::Arc;
@@ -281,6 +281,81 @@ impl CudaBackend {
             ev[3].synchronize().map_err(|e| driver_err("cuEventSynchronize", e))?;
             let times = phase_times(ev, Phases { h2d: false, kernel: true, d2h: true })?;
             Ok(((out[0], out[1]), times))
+        })
+    }
+
+    /// [`CudaBackend::option_paths_sum`] for many contracts in one launch
+    /// (`gmprt_option_paths_batch`): contract `i` on the stream of `seeds[i]`, `blocks` Philox
+    /// blocks each. Uploads the seeds and the contracts' parameters (32 bytes per contract),
+    /// runs one kernel, downloads `2 · n` sums; returns them with the event-timed phases. The
+    /// caller validates the contracts (`Device::option_paths_sum_many` does); unequal slices
+    /// are a `Config` error.
+    pub fn option_paths_sum_many(
+        &self,
+        seeds: &[u64],
+        contracts: &[Contract],
+        blocks: u64,
+    ) -> Result<(Vec<(f64, f64)>, PhaseTimes), OffloadError> {
+        if seeds.len() != contracts.len() {
+            return Err(OffloadError::Config(format!(
+                "option_paths_sum_many: {} seeds for {} contracts",
+                seeds.len(),
+                contracts.len()
+            )));
+        }
+        let n = u32::try_from(contracts.len()).map_err(|_| {
+            OffloadError::Config(format!("{} contracts in one launch: at most 2^32 - 1", contracts.len()))
+        })?;
+        if n == 0 || blocks == 0 {
+            return Ok((vec![(0.0, 0.0); contracts.len()], PhaseTimes::default()));
+        }
+        let f = self.function(&MONTE_CARLO, FN_OPTION_PATHS_BATCH)?;
+        let params: Vec<f32> = contracts
+            .iter()
+            .flat_map(|c| {
+                let call = if c.kind == OptionKind::Call { 1.0 } else { 0.0 };
+                [c.spot, c.strike, c.t, c.rate, c.vol, call]
+            })
+            .collect();
+        // The grid a single launch of all n · blocks Philox blocks would get, split into rows
+        // of contracts (at most 65,535: the grid's y limit) and, within a row, as many CUDA
+        // blocks as one contract's blocks can use.
+        let total = grid_size(u64::from(n).saturating_mul(blocks), self.inner.sms);
+        let rows = n.min(65_535).min(total).max(1);
+        let cols = (total / rows).max(1).min(grid_size(blocks, self.inner.sms));
+        let cfg = cudarc::driver::LaunchConfig {
+            grid_dim: (cols, rows, 1),
+            block_dim: (BLOCK_SIZE, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        self.with_util(|s, ev| {
+            let mut sums =
+                s.alloc_zeros::<f64>(2 * contracts.len()).map_err(|e| driver_err("cuMemAllocAsync", e))?;
+            // SAFETY: both are written by the uploads below before the kernel reads them.
+            let mut d_seeds =
+                unsafe { s.alloc::<u64>(seeds.len()) }.map_err(|e| driver_err("cuMemAllocAsync", e))?;
+            // SAFETY: as above.
+            let mut d_params =
+                unsafe { s.alloc::<f32>(params.len()) }.map_err(|e| driver_err("cuMemAllocAsync", e))?;
+            let record = |i: usize| ev[i].record(s).map_err(|e| driver_err("cuEventRecord", e));
+            record(0)?;
+            s.memcpy_htod(seeds, &mut d_seeds).map_err(|e| driver_err("cuMemcpyHtoDAsync(seeds)", e))?;
+            s.memcpy_htod(&params, &mut d_params).map_err(|e| driver_err("cuMemcpyHtoDAsync(params)", e))?;
+            record(1)?;
+            let mut b = s.launch_builder(&f);
+            b.arg(&d_seeds).arg(&d_params).arg(&n).arg(&blocks).arg(&mut sums);
+            // SAFETY: arguments match `gmprt_option_paths_batch(const unsigned long long* seeds,
+            // const float* params, unsigned n, unsigned long long blocks, double* sums)`: n
+            // seeds, 6n params, 2n zeroed sums (memset ordered before the launch), the only
+            // words the kernel writes.
+            unsafe { b.launch(cfg) }.map_err(|e| driver_err("cuLaunchKernel gmprt_option_paths_batch", e))?;
+            record(2)?;
+            let mut out = vec![0f64; 2 * contracts.len()];
+            s.memcpy_dtoh(&sums, &mut out).map_err(|e| driver_err("cuMemcpyDtoHAsync(sums)", e))?;
+            record(3)?;
+            ev[3].synchronize().map_err(|e| driver_err("cuEventSynchronize", e))?;
+            let times = phase_times(ev, Phases::ALL)?;
+            Ok((out.chunks_exact(2).map(|p| (p[0], p[1])).collect(), times))
         })
     }
 }
