@@ -105,6 +105,10 @@ struct Args {
     /// Monte Carlo paths per path-dependent contract and revaluation
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = positive)]
     mc_paths: usize,
+    /// Keep the whole book on the device (needs --placement gpu): a batch uploads the moved
+    /// spots alone, revalues every contract there and copies back the sums per underlying
+    #[arg(long)]
+    resident: bool,
     /// Seed of the book and of the feed
     #[arg(long, value_name = "S", default_value_t = 7, value_parser = parse_count)]
     seed: usize,
@@ -144,6 +148,12 @@ impl Cli for Args {
                 "--mc-share {}: must be a share of the contracts, from 0 to 1",
                 self.mc_share
             ));
+        }
+        if self.resident && (self.placement != Placement::Gpu || self.sweep) {
+            return Err(
+                "--resident keeps the book on the device for every batch: it needs --placement gpu (and no --sweep)"
+                    .to_string(),
+            );
         }
         if self.contracts < self.underlyings {
             return Err(format!(
@@ -314,6 +324,7 @@ impl Desk {
         }
         let mut pricer =
             Pricer::new(self.device.clone(), self.model.clone(), placement, rt.procs(), a.mc_paths as u64);
+        pricer.resident = a.resident;
         let exotics_pricer =
             Pricer::new(self.device.clone(), self.model.clone(), placement, rt.procs(), a.mc_paths as u64);
         let spots = self.spots.clone();
@@ -525,6 +536,8 @@ impl Desk {
             feed_total: total,
             orders: stats,
             device_busy_fraction: busy,
+            resident: pricer.resident,
+            resident_upload_bytes: 4 * pricer.resident_words,
             batches_cpu: pricer.batches[0],
             batches_gpu: pricer.batches[1],
             auto_decisions: pricer.decided,

@@ -99,6 +99,24 @@ fn each_placement_matches_the_reference_and_accounts_for_every_tick() {
     }
 }
 
+/// `--resident`: the book goes to the device once and each batch uploads the moved spots
+/// alone. A missed or misplaced upload leaves stale spots on the device, and the final risk then
+/// misses the reference computed on the final state.
+#[test]
+fn a_resident_book_uploads_only_spots_and_matches_the_reference() {
+    let r = report(&["--placement", "gpu", "--resident"]);
+    assert_accounted(&r, 5000);
+    assert_matches_reference(&r);
+    assert_eq!(r["resident"], Value::Bool(true));
+    let batches = u(&r, &["batches_gpu"]);
+    let bytes = u(&r, &["resident_upload_bytes"]);
+    // Spots only: 4 bytes for each of at most 40 contracts per moved underlying, far below the
+    // book's 2,000 contracts × 28 bytes of input columns per batch.
+    assert!(batches > 1 && bytes > 0, "{batches} batches, {bytes} bytes");
+    assert!(bytes <= batches * 50 * 40 * 4, "{bytes} bytes in {batches} batches");
+    assert!(bytes < batches * 2000 * 28, "{bytes} bytes in {batches} batches");
+}
+
 #[test]
 fn malformed_ticks_gaps_and_disconnects_are_counted_and_the_run_completes() {
     let r = report(&[
@@ -170,6 +188,8 @@ fn bad_command_lines_say_what_was_wrong() {
         (&["--placement", "fpga"][..], "fpga"),
         (&["--delta-limit", "NaN"][..], "--delta-limit"),
         (&["--mc-share", "2"][..], "--mc-share"),
+        (&["--resident"][..], "--resident keeps the book on the device"),
+        (&["--resident", "--placement", "cpu"][..], "needs --placement gpu"),
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_gmprt"))
             .args(["story", "trading_desk"])

@@ -211,6 +211,14 @@ pub struct Pricer {
     pub mc_paths: u64,
     pub mc_batches: [u64; 2],
     pub mc_contracts: [u64; 2],
+    /// `--resident`: the whole book stays on the device (`gpu` placement only); a batch
+    /// uploads the moved underlyings' spots and revalues every contract there.
+    pub resident: bool,
+    /// Resident: where each underlying's contracts start in the slot's input (empty until the
+    /// book is uploaded, once), and the spot words uploaded since.
+    resident_at: Vec<usize>,
+    /// Resident: input words uploaded after the first full upload (spots only).
+    pub resident_words: u64,
 }
 
 /// A Monte Carlo valuation of an underlying's path-dependent share: `Σ qty · price` and its
@@ -254,6 +262,9 @@ impl Pricer {
             mc_paths,
             mc_batches: [0; 2],
             mc_contracts: [0; 2],
+            resident: false,
+            resident_at: Vec::new(),
+            resident_words: 0,
         }
     }
 }
@@ -272,6 +283,7 @@ impl Pricer {
         let n: usize = unds.iter().map(|&u| book.segment(u).len()).sum();
         let side = self.side("black_scholes", n, n as f64)?;
         let sums = match side {
+            Placement::Gpu if self.resident => self.price_resident(book, unds)?,
             Placement::Gpu => self.price_on_device(book, unds, n)?,
             _ => price_on_ps(book, unds)?,
         };
@@ -381,39 +393,60 @@ impl Pricer {
         let slot = self.slot.as_mut().expect("prepared");
         // Staged straight into the slot's input (write-only memory on CUDA: never read back):
         // the segments' input columns, their positions, and the batch's segment offsets.
-        let words = &mut slot.staging_in()[..job.in_words(n)];
-        let (cols, tail) = words.split_at_mut(n * IN_WORDS);
-        let (qty, offsets) = tail.split_at_mut(n);
-        offsets[0] = 0;
-        let mut at = 0;
-        for (k, &u) in unds.iter().enumerate() {
-            let r = book.segment(u);
-            let len = r.len();
-            let inputs: [&[f32]; 5] = [
-                &book.spot[r.clone()],
-                &book.strike[r.clone()],
-                &book.t[r.clone()],
-                &book.rate[r.clone()],
-                &book.vol[r.clone()],
-            ];
-            for (c, col) in inputs.iter().enumerate() {
-                for (w, v) in cols[c * n + at..c * n + at + len].iter_mut().zip(col.iter()) {
-                    *w = v.to_bits();
-                }
-            }
-            cols[5 * n + at..5 * n + at + len].copy_from_slice(&book.kind[r.clone()]);
-            for (w, q) in qty[at..at + len].iter_mut().zip(&book.qty[r]) {
-                *w = q.to_bits();
-            }
-            at += len;
-            offsets[k + 1] = at as u32;
-        }
+        stage_segments(&mut slot.staging_in()[..job.in_words(n)], book, unds, n);
         // Blocking device work goes through the syscall hand-off: this M waits, the P moves on.
         let run = gmprt::runtime::syscall(|| job.run(slot.as_mut(), n))
             .map_err(|e| format!("device launch: {e}"))?;
         let (sums, times) = run.map_err(|e| format!("device launch: {e}"))?;
         self.device_busy += times.h2d + times.kernel + times.d2h;
         Ok(sums)
+    }
+
+    /// Resident (`--resident`): the whole book went to the device once, with every
+    /// underlying as a segment; a batch writes the moved underlyings' spots into the staging
+    /// and uploads those words alone (`Slot::upload`: one copy per underlying, 4 bytes per
+    /// contract), revalues every contract with the segmented sums on the device, and copies
+    /// back the sums alone. Returns the sums of `unds`, in that order.
+    fn price_resident(&mut self, book: &Book, unds: &[u32]) -> Result<Vec<GreekSums>, String> {
+        self.prepare(book)?;
+        let c = book.len();
+        let all: Vec<u32> = (0..book.underlyings() as u32).collect();
+        let job = BlackScholesBySegment { segments: all.len() };
+        let (iw, ow) = (job.in_words(c), job.out_words(c));
+        let slot = self.slot.as_mut().expect("prepared");
+        let first = self.resident_at.is_empty();
+        let mut ranges = Vec::with_capacity(unds.len());
+        if first {
+            self.resident_at = stage_segments(&mut slot.staging_in()[..iw], book, &all, c);
+        } else {
+            // The spot column is the layout's first: word k of it is the k-th staged contract.
+            let words = slot.staging_in();
+            for &u in unds {
+                let (r, at) = (book.segment(u), self.resident_at[u as usize]);
+                for (w, v) in words[at..at + r.len()].iter_mut().zip(&book.spot[r.clone()]) {
+                    *w = v.to_bits();
+                }
+                ranges.push(at..at + r.len());
+            }
+        }
+        let uploaded: u64 = ranges.iter().map(|r| r.len() as u64).sum();
+        let only = |h2d, kernel, d2h| gmprt::offload::Phases { h2d, kernel, d2h };
+        let run = gmprt::runtime::syscall(|| {
+            // The moved spots first, then every contract revalued where it lives.
+            let up = if first { Duration::ZERO } else { slot.upload(&ranges)? };
+            let mut t = slot.run(&job, c, iw, ow, only(first, true, false))?;
+            if !first {
+                t.h2d = up;
+            }
+            t.d2h = slot.run(&job, c, iw, job.sum_words(), only(false, false, true))?.d2h;
+            Ok::<_, gmprt::offload::OffloadError>(t)
+        })
+        .map_err(|e| format!("device launch: {e}"))?;
+        let times = run.map_err(|e| format!("device launch: {e}"))?;
+        self.device_busy += times.h2d + times.kernel + times.d2h;
+        self.resident_words += uploaded;
+        let sums = job.gather(slot.staging_out());
+        Ok(unds.iter().map(|&u| sums[u as usize]).collect())
     }
 
     /// Creates the device slot, unless the placement never uses the device: one slot for the
@@ -436,6 +469,42 @@ impl Pricer {
     pub fn used_cuda(&self) -> bool {
         self.device.kind() == DeviceKind::Cuda && self.batches[1] > 0
     }
+}
+
+/// Stages the segments of `unds` (`n` contracts in all), in that order, into `words` in
+/// `BlackScholesBySegment`'s layout: the input columns, the positions, the segment offsets.
+/// Returns where each segment starts. `words` is a slot's staging (write-only on CUDA: never
+/// read back).
+fn stage_segments(words: &mut [u32], book: &Book, unds: &[u32], n: usize) -> Vec<usize> {
+    let (cols, tail) = words.split_at_mut(n * IN_WORDS);
+    let (qty, offsets) = tail.split_at_mut(n);
+    offsets[0] = 0;
+    let mut starts = Vec::with_capacity(unds.len());
+    let mut at = 0;
+    for (k, &u) in unds.iter().enumerate() {
+        let r = book.segment(u);
+        let len = r.len();
+        let inputs: [&[f32]; 5] = [
+            &book.spot[r.clone()],
+            &book.strike[r.clone()],
+            &book.t[r.clone()],
+            &book.rate[r.clone()],
+            &book.vol[r.clone()],
+        ];
+        for (c, col) in inputs.iter().enumerate() {
+            for (w, v) in cols[c * n + at..c * n + at + len].iter_mut().zip(col.iter()) {
+                *w = v.to_bits();
+            }
+        }
+        cols[5 * n + at..5 * n + at + len].copy_from_slice(&book.kind[r.clone()]);
+        for (w, q) in qty[at..at + len].iter_mut().zip(&book.qty[r]) {
+            *w = q.to_bits();
+        }
+        starts.push(at);
+        at += len;
+        offsets[k + 1] = at as u32;
+    }
+    starts
 }
 
 /// Prices the segments of `unds` on the runtime's Ps: `parallel_for` over chunks of at most

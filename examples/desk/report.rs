@@ -64,6 +64,10 @@ pub struct Report {
     pub feed_total: u64,
     pub orders: OrderStats,
     pub device_busy_fraction: f64,
+    /// `--resident`: the book stayed on the device; bytes uploaded after the first full upload
+    /// (the moved spots), and per device batch.
+    pub resident: bool,
+    pub resident_upload_bytes: u64,
     pub batches_cpu: u64,
     pub batches_gpu: u64,
     pub auto_decisions: u64,
@@ -122,6 +126,13 @@ pub fn print_report(r: &Report) {
         r.batches_gpu,
         100.0 * r.device_busy_fraction
     );
+    if r.resident {
+        println!(
+            "  resident book: {} bytes of spots uploaded after the first full upload, {:.0} per device batch",
+            r.resident_upload_bytes,
+            r.resident_upload_bytes as f64 / r.batches_gpu.max(1) as f64
+        );
+    }
     if r.placement == Placement::Auto {
         println!(
             "  auto: {} decisions; the first ones (predicted CPU vs device end to end):",

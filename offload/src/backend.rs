@@ -162,6 +162,38 @@ pub trait Slot: Send {
         out_words: usize,
         phases: Phases,
     ) -> Result<PhaseTimes, OffloadError>;
+    /// Uploads only the word `ranges` of the input staging to the device-side input (one copy
+    /// per range, in order) and waits; the rest of the device-side input keeps what earlier
+    /// uploads left there. For data that stays on the device between runs: upload it all once
+    /// (a run with `h2d`), then per run only what changed, and run with `h2d: false`. Returns
+    /// the copies' time. A range past the slot's input is an error naming it, and nothing is
+    /// copied.
+    ///
+    /// ```
+    /// use gmprt_offload::{Device, Phases, Saxpy};
+    /// let mut slot = Device::host().backend().new_slot(4, 2).unwrap();
+    /// let words: Vec<u32> = [1.0f32, 2.0, 10.0, 20.0].iter().map(|x| x.to_bits()).collect();
+    /// slot.staging_in().copy_from_slice(&words); // x = [1, 2], y = [10, 20]
+    /// let all = Phases { h2d: true, kernel: true, d2h: true };
+    /// slot.run(&Saxpy { a: 3.0 }, 2, 4, 2, all).unwrap();
+    /// // x[1] changes: one word goes up, the rest stays resident.
+    /// slot.staging_in()[1] = 5.0f32.to_bits();
+    /// slot.upload(&[1..2]).unwrap();
+    /// slot.run(&Saxpy { a: 3.0 }, 2, 4, 2, Phases { h2d: false, ..all }).unwrap();
+    /// assert_eq!(slot.staging_out().iter().map(|w| f32::from_bits(*w)).collect::<Vec<_>>(), [13.0, 35.0]);
+    /// assert!(slot.upload(&[3..5]).unwrap_err().to_string().contains("3..5"));
+    /// ```
+    fn upload(&mut self, ranges: &[std::ops::Range<usize>]) -> Result<std::time::Duration, OffloadError>;
+}
+
+/// Checks [`Slot::upload`]'s ranges against a slot of `in_words` input words.
+pub(crate) fn check_upload(ranges: &[std::ops::Range<usize>], in_words: usize) -> Result<(), OffloadError> {
+    match ranges.iter().find(|r| r.start > r.end || r.end > in_words) {
+        Some(r) => Err(OffloadError::Config(format!(
+            "upload range {r:?} is not within the slot's {in_words} input words"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The memory a set of slots needs, part by part — the one computation of it; each

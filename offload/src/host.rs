@@ -231,6 +231,10 @@ pub(crate) trait Pacer: Send + 'static {
     /// phase's measured time (from the work's start, after any wait for the engine).
     fn phase<T>(&self, engine: Engine, target: Duration, work: impl FnOnce() -> T) -> (T, Duration);
 
+    /// The duration an upload of `ranges` (input words, one copy each) is to take at least
+    /// (zero: no pacing).
+    fn upload_target(&self, ranges: &[std::ops::Range<usize>]) -> Duration;
+
     /// Called after every successful run with its targets and measured times.
     fn record(
         &self,
@@ -257,6 +261,10 @@ impl Pacer for NoPacing {
         let t = Instant::now();
         let out = work();
         (out, t.elapsed())
+    }
+
+    fn upload_target(&self, _: &[std::ops::Range<usize>]) -> Duration {
+        Duration::ZERO
     }
 
     fn record(&self, _: &dyn Job, _: usize, _: usize, _: usize, _: PhaseTimes, _: PhaseTimes) {}
@@ -313,5 +321,17 @@ impl<P: Pacer> Slot for HostSlot<P> {
         }
         pacer.record(job, n, in_words, out_words, target, times);
         Ok(times)
+    }
+
+    fn upload(&mut self, ranges: &[std::ops::Range<usize>]) -> Result<Duration, OffloadError> {
+        crate::backend::check_upload(ranges, self.buf.dev_in.len())?;
+        let target = self.pacer.upload_target(ranges);
+        let buf = &mut self.buf;
+        let ((), t) = self.pacer.phase(Engine::H2d, target, || {
+            for r in ranges {
+                buf.dev_in[r.clone()].copy_from_slice(&buf.staging_in[r.clone()]);
+            }
+        });
+        Ok(t)
     }
 }

@@ -340,6 +340,12 @@ impl Pacer for SimBackend {
         target
     }
 
+    fn upload_target(&self, ranges: &[std::ops::Range<usize>]) -> Duration {
+        // One copy per range, each with the profile's fixed cost: what separate
+        // cudaMemcpyAsync calls cost on the device.
+        ranges.iter().map(|r| self.h2d_time(4.0 * r.len() as f64)).sum()
+    }
+
     fn phase<T>(&self, engine: Engine, target: Duration, work: impl FnOnce() -> T) -> (T, Duration) {
         let _engine = self.engines[engine as usize].lock();
         paced(target, work)

@@ -39,7 +39,7 @@ declare -A EXPECT=(
   [3-screener]="~30-120 s: option_screener 1e6, monte_carlo_pi 1e9/1e8, matmul_ladder 4096"
   [4-sched]="~40-120 s: scaling curve (scripts/scaling.sh: gmprt, tokio, go at procs 1 2 4 8 16 + nproc, 3 rounds), --park at 16, amdahl 1..16"
   [5-bench]="~250-450 s (capped at 540): criterion benches scheduler + offload (BENCH_PROCS=16), the model bench"
-  [6-desk]="~60-120 s: trading_desk at 5,000 ticks/s with cpu, gpu, auto (1M contracts), then --sweep"
+  [6-desk]="~70-140 s: trading_desk at 5,000 ticks/s with cpu, gpu, auto, gpu --resident (1M contracts), then --sweep"
 )
 
 die() { echo "run.sh: error: $*" >&2; exit 1; }
@@ -309,6 +309,10 @@ stage_6_desk() {
     step "desk-$p" "$(pick 60 40 30)" "${desk[@]}" --placement "$p" --rate "$(pick 5000 5000 0)"
     figures "desk-$p" '^(trading_desk:|  (tick ->|risk updates|placement:|Monte Carlo|check))' 9
   done
+  # The book resident on the device: moved spots up, sums per underlying back (issue 28's
+  # >= 10k resident full-book revaluations/s).
+  step desk-resident "$(pick 60 40 30)" "${desk[@]}" --placement gpu --resident --rate "$(pick 5000 5000 0)"
+  figures desk-resident '^(trading_desk:|  (tick ->|risk updates|placement:|resident book|check))' 9
   step desk-sweep "$(pick 200 120 60)" "${desk[@]}" --sweep
   figures desk-sweep '^(trading_desk --sweep|  (Cpu|Gpu|Auto|auto /|at half))' 8
 }

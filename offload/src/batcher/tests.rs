@@ -84,6 +84,9 @@ thread_local! {
 }
 
 impl Slot for ProbeSlot {
+    fn upload(&mut self, ranges: &[std::ops::Range<usize>]) -> Result<std::time::Duration, OffloadError> {
+        self.inner.upload(ranges)
+    }
     fn staging_in(&mut self) -> &mut [u32] {
         self.probe.staging_in.fetch_add(1, SeqCst);
         self.inner.staging_in()

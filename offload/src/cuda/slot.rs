@@ -353,6 +353,35 @@ impl Slot for CudaSlot {
         }
         phase_times(&self.events, phases)
     }
+
+    fn upload(&mut self, ranges: &[std::ops::Range<usize>]) -> Result<Duration, OffloadError> {
+        crate::backend::check_upload(ranges, self.in_words)?;
+        self.backend.context().bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+        let record =
+            |ev: &CudaEvent, s: &CudaStream| ev.record(s).map_err(|e| driver_err("cuEventRecord", e));
+        let enqueue = |slot: &mut CudaSlot| -> Result<(), OffloadError> {
+            record(&slot.events[0], &slot.stream)?;
+            for r in ranges {
+                // SAFETY: `in_ptr` is valid for `in_words` initialised words and every range
+                // lies within them (checked above); `&mut self` excludes any other access, and
+                // we wait for the copies before returning.
+                let src = unsafe { std::slice::from_raw_parts(slot.in_ptr.add(r.start), r.len()) };
+                let mut dst = slot.dev_in.slice_mut(r.clone());
+                slot.stream.memcpy_htod(src, &mut dst).map_err(|e| driver_err("cuMemcpyHtoDAsync", e))?;
+            }
+            // The other three events close the copy phase, so `wait` and `phase_times` apply.
+            for ev in &slot.events[1..] {
+                record(ev, &slot.stream)?;
+            }
+            Ok(())
+        };
+        let done = enqueue(self).and_then(|()| wait(&self.events[3], Duration::ZERO));
+        if let Err(e) = done {
+            let _ = self.stream.synchronize();
+            return Err(e);
+        }
+        Ok(phase_times(&self.events, Phases { h2d: true, kernel: false, d2h: false })?.h2d)
+    }
 }
 
 /// How long a slot's run polls its last event under `GMPRT_CUDA_SYNC=auto` before it sleeps on
