@@ -289,7 +289,8 @@ impl Pricer {
         };
         let k = (side == Placement::Gpu) as usize;
         self.batches[k] += 1;
-        self.contracts[k] += n as u64;
+        // What was priced: a resident batch revalues the whole book.
+        self.contracts[k] += if k == 1 && self.resident { book.len() } else { n } as u64;
         self.pricing += t0.elapsed();
         Ok(sums)
     }
