@@ -766,13 +766,7 @@ impl Device {
         contracts: &[Contract],
         blocks: u64,
     ) -> Result<(Vec<(f64, f64)>, PhaseTimes), OffloadError> {
-        if seeds.len() != contracts.len() {
-            return Err(OffloadError::Config(format!(
-                "option_paths_sum_many: {} seeds for {} contracts",
-                seeds.len(),
-                contracts.len()
-            )));
-        }
+        paths_batch_shape(seeds.len(), contracts.len())?;
         for (i, c) in contracts.iter().enumerate() {
             black_scholes::validate(c, 0)
                 .map_err(|e| OffloadError::Config(format!("option_paths_sum_many: contract {i}: {e}")))?;
@@ -803,6 +797,15 @@ impl Device {
             }
         }
     }
+}
+
+/// `option_paths_sum_many`'s one shape rule, for the device and the CUDA backend: a seed per
+/// contract.
+pub(crate) fn paths_batch_shape(seeds: usize, contracts: usize) -> Result<(), OffloadError> {
+    if seeds == contracts {
+        return Ok(());
+    }
+    Err(OffloadError::Config(format!("option_paths_sum_many: {seeds} seeds for {contracts} contracts")))
 }
 
 // A Device is shared by Batcher worker threads: it must be Send + Sync.

@@ -156,6 +156,16 @@ fn a_panicking_part_on_the_host_pool_reaches_the_caller() {
     assert_eq!(HostPool::global().split_blocks(3, 4, |f, c| f + c), [1, 2, 3]);
 }
 
+/// The Monte Carlo tests' contract: a call a little out of the money.
+const MC_CALL: Contract = Contract {
+    spot: 100.0,
+    strike: 105.0,
+    t: 0.5,
+    rate: 0.03,
+    vol: 0.25,
+    kind: black_scholes::OptionKind::Call,
+};
+
 #[test]
 fn host_monte_carlo_matches_the_single_thread_stream() {
     let d = Device::host();
@@ -163,14 +173,7 @@ fn host_monte_carlo_matches_the_single_thread_stream() {
         let (hits, _) = d.pi_hits(42, blocks).unwrap();
         assert_eq!(hits, monte_carlo::pi_hits(42, 0, blocks), "blocks {blocks}");
     }
-    let c = Contract {
-        spot: 100.0,
-        strike: 105.0,
-        t: 0.5,
-        rate: 0.03,
-        vol: 0.25,
-        kind: black_scholes::OptionKind::Call,
-    };
+    let c = MC_CALL;
     let ((s, q), _) = d.option_paths_sum(9, &c, 5_000).unwrap();
     let (rs, rq) = monte_carlo::option_paths_sum(9, &c, 0, 5_000);
     assert!((s - rs).abs() <= 1e-9 * rs.abs().max(1.0) && (q - rq).abs() <= 1e-9 * rq.abs().max(1.0));
@@ -182,14 +185,7 @@ fn host_monte_carlo_matches_the_single_thread_stream() {
 #[test]
 fn host_monte_carlo_batch_equals_the_cpu_twin_contract_by_contract() {
     let d = Device::host();
-    let base = Contract {
-        spot: 100.0,
-        strike: 105.0,
-        t: 0.5,
-        rate: 0.03,
-        vol: 0.25,
-        kind: black_scholes::OptionKind::Call,
-    };
+    let base = MC_CALL;
     let contracts: Vec<Contract> = (0..37)
         .map(|i| Contract {
             spot: 90.0 + i as f32,

@@ -296,13 +296,7 @@ impl CudaBackend {
         contracts: &[Contract],
         blocks: u64,
     ) -> Result<(Vec<(f64, f64)>, PhaseTimes), OffloadError> {
-        if seeds.len() != contracts.len() {
-            return Err(OffloadError::Config(format!(
-                "option_paths_sum_many: {} seeds for {} contracts",
-                seeds.len(),
-                contracts.len()
-            )));
-        }
+        crate::device::paths_batch_shape(seeds.len(), contracts.len())?;
         let n = u32::try_from(contracts.len()).map_err(|_| {
             OffloadError::Config(format!("{} contracts in one launch: at most 2^32 - 1", contracts.len()))
         })?;
