@@ -106,7 +106,7 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = positive)]
     mc_paths: usize,
     /// Keep the whole book on the device (needs --placement gpu): a batch uploads the moved
-    /// spots alone, revalues every contract there and copies back the sums per underlying
+    /// spots alone, reprices those underlyings there and copies back their sums
     #[arg(long)]
     resident: bool,
     /// Seed of the book and of the feed

@@ -25,7 +25,7 @@ use gmprt::kernels::black_scholes::{
 };
 use gmprt::kernels::monte_carlo::{mc_price, option_paths_sum};
 use gmprt::kernels::segmented::{sum_by_segment, BsCols, GreekSums};
-use gmprt::offload::jobs::BlackScholesBySegment;
+use gmprt::offload::jobs::{BlackScholesBySegment, BlackScholesSelected};
 use gmprt::offload::model::{CostModel, Residency, Verdict};
 use gmprt::offload::{Device, DeviceKind, Slot};
 use std::sync::Mutex;
@@ -289,8 +289,7 @@ impl Pricer {
         };
         let k = (side == Placement::Gpu) as usize;
         self.batches[k] += 1;
-        // What was priced: a resident batch revalues the whole book.
-        self.contracts[k] += if k == 1 && self.resident { book.len() } else { n } as u64;
+        self.contracts[k] += n as u64;
         self.pricing += t0.elapsed();
         Ok(sums)
     }
@@ -404,50 +403,51 @@ impl Pricer {
     }
 
     /// Resident (`--resident`): the whole book went to the device once, with every
-    /// underlying as a segment; a batch writes the moved underlyings' spots into the staging
-    /// and uploads those words alone (`Slot::upload`: one copy per underlying, 4 bytes per
-    /// contract), revalues every contract with the segmented sums on the device, and copies
-    /// back the sums alone. Returns the sums of `unds`, in that order.
+    /// underlying as a segment; a batch writes the moved underlyings' spots and their list into
+    /// the staging and uploads those words alone (`Slot::upload`: one copy per underlying, 4
+    /// bytes a contract, and the list), reprices the moved underlyings' contracts where they
+    /// live and sums them per underlying in one launch (`BlackScholesSelected`), and copies
+    /// back their sums alone. Returns the sums of `unds`, in that order.
     fn price_resident(&mut self, book: &Book, unds: &[u32]) -> Result<Vec<GreekSums>, String> {
         self.prepare(book)?;
-        let c = book.len();
-        let all: Vec<u32> = (0..book.underlyings() as u32).collect();
-        let job = BlackScholesBySegment { segments: all.len() };
-        let (iw, ow) = (job.in_words(c), job.out_words(c));
+        let (c, u) = (book.len(), book.underlyings());
+        let base = BlackScholesBySegment { segments: u }.in_words(c);
+        let job = BlackScholesSelected { segments: u, selected: unds.len() };
+        let iw = job.in_words(c);
         let slot = self.slot.as_mut().expect("prepared");
         let first = self.resident_at.is_empty();
-        let mut ranges = Vec::with_capacity(unds.len());
+        let mut ranges = Vec::with_capacity(unds.len() + 1);
         if first {
-            self.resident_at = stage_segments(&mut slot.staging_in()[..iw], book, &all, c);
+            let all: Vec<u32> = (0..u as u32).collect();
+            self.resident_at = stage_segments(&mut slot.staging_in()[..base], book, &all, c);
+            ranges.push(0..base);
         } else {
             // The spot column is the layout's first: word k of it is the k-th staged contract.
             let words = slot.staging_in();
-            for &u in unds {
-                let (r, at) = (book.segment(u), self.resident_at[u as usize]);
+            for &m in unds {
+                let (r, at) = (book.segment(m), self.resident_at[m as usize]);
                 for (w, v) in words[at..at + r.len()].iter_mut().zip(&book.spot[r.clone()]) {
                     *w = v.to_bits();
                 }
                 ranges.push(at..at + r.len());
             }
         }
-        let uploaded: u64 = ranges.iter().map(|r| r.len() as u64).sum();
-        let only = |h2d, kernel, d2h| gmprt::offload::Phases { h2d, kernel, d2h };
+        slot.staging_in()[base..iw].copy_from_slice(unds);
+        ranges.push(base..iw);
+        let uploaded: u64 = if first { 0 } else { ranges.iter().map(|r| r.len() as u64).sum() };
         let run = gmprt::runtime::syscall(|| {
-            // The moved spots first, then every contract revalued where it lives.
-            let up = if first { Duration::ZERO } else { slot.upload(&ranges)? };
-            let mut t = slot.run(&job, c, iw, ow, only(first, true, false))?;
-            if !first {
-                t.h2d = up;
-            }
-            t.d2h = slot.run(&job, c, iw, job.sum_words(), only(false, false, true))?.d2h;
+            // The moved spots and the list first, then the moved segments priced where they live.
+            let up = slot.upload(&ranges)?;
+            let after = gmprt::offload::Phases { h2d: false, kernel: true, d2h: true };
+            let mut t = slot.run(&job, c, iw, job.out_words(), after)?;
+            t.h2d = up;
             Ok::<_, gmprt::offload::OffloadError>(t)
         })
         .map_err(|e| format!("device launch: {e}"))?;
         let times = run.map_err(|e| format!("device launch: {e}"))?;
         self.device_busy += times.h2d + times.kernel + times.d2h;
         self.resident_words += uploaded;
-        let sums = job.gather(slot.staging_out());
-        Ok(unds.iter().map(|&u| sums[u as usize]).collect())
+        Ok(job.gather(slot.staging_out()))
     }
 
     /// Creates the device slot, unless the placement never uses the device: one slot for the
@@ -457,8 +457,17 @@ impl Pricer {
         if self.slot.is_some() || self.placement == Placement::Cpu {
             return Ok(());
         }
-        let (c, job) = (book.len(), BlackScholesBySegment { segments: book.underlyings() });
-        let mut slot = (self.device.backend().new_slot(job.in_words(c), job.out_words(c)))
+        let (c, u) = (book.len(), book.underlyings());
+        let (job, all) =
+            (BlackScholesBySegment { segments: u }, BlackScholesSelected { segments: u, selected: u });
+        // Resident: the book and a list of up to every underlying in, their sums out (no
+        // scratch columns); else a batch of up to the whole book, with its scratch.
+        let (iw, ow) = if self.resident {
+            (all.in_words(c), all.out_words())
+        } else {
+            (job.in_words(c), job.out_words(c))
+        };
+        let mut slot = (self.device.backend().new_slot(iw, ow))
             .map_err(|e| format!("device slot for {c} contracts: {e}"))?;
         // Touch the staging pages now (a write: staging is write-only on CUDA).
         slot.staging_in().fill(0);

@@ -65,7 +65,7 @@ pub struct Report {
     pub orders: OrderStats,
     pub device_busy_fraction: f64,
     /// `--resident`: the book stayed on the device; bytes uploaded after the first full upload
-    /// (the moved spots), and per device batch.
+    /// (the moved spots and the list of moved underlyings).
     pub resident: bool,
     pub resident_upload_bytes: u64,
     pub batches_cpu: u64,
@@ -128,7 +128,7 @@ pub fn print_report(r: &Report) {
     );
     if r.resident {
         println!(
-            "  resident book: {} bytes of spots uploaded after the first full upload, {:.0} per device batch",
+            "  resident book: {} bytes of spots and lists uploaded after the first full upload, {:.0} per device batch",
             r.resident_upload_bytes,
             r.resident_upload_bytes as f64 / r.batches_gpu.max(1) as f64
         );

@@ -35,6 +35,33 @@
 // 1 / sqrt(2 pi), for the normal density.
 #define GMPRT_INV_SQRT_2PI 0.3989422804014327f
 
+// One contract: price and the five Greeks into g[0..6] (price, delta, gamma, vega, theta, rho),
+// by the formulas above. One body for both kernels of this file.
+__device__ __forceinline__ void gmprt_bs_one(float S, float K, float T, float r, float sigma, unsigned kind,
+                                             float* g)
+{
+    float sgn = kind == 1u ? 1.0f : -1.0f;
+    float sqrt_t = sqrtf(T);
+    float sv = sigma * sqrt_t;
+    bool degenerate = sv < GMPRT_BS_SV_MIN;
+    float inv_sv = 1.0f / fmaxf(sv, GMPRT_BS_SV_MIN);
+    float d1 = (logf(S / K) + (r + 0.5f * sigma * sigma) * T) * inv_sv;
+    float d2 = d1 - sv;
+    float kd = K * expf(-r * T);
+    float pdf = GMPRT_INV_SQRT_2PI * expf(-0.5f * d1 * d1);
+    float kdn2 = kd * normcdff(sgn * d2);
+    float n1 = normcdff(sgn * d1);
+    float s_pdf = S * pdf;
+    float diffusion = degenerate ? 0.0f : 0.5f * s_pdf * sigma * sigma * inv_sv;
+
+    g[0] = sgn * (S * n1 - kdn2);
+    g[1] = sgn * n1;
+    g[2] = degenerate ? 0.0f : pdf * inv_sv / S;
+    g[3] = s_pdf * sqrt_t;
+    g[4] = -sgn * r * kdn2 - diffusion;
+    g[5] = sgn * T * kdn2;
+}
+
 extern "C" __global__ void gmprt_black_scholes(
     const float* __restrict__ spot,
     const float* __restrict__ strike,
@@ -53,31 +80,79 @@ extern "C" __global__ void gmprt_black_scholes(
     // size_t arithmetic: blockIdx.x * blockDim.x overflows 32 bits for n near 2^31.
     size_t stride = (size_t)blockDim.x * gridDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)n; i += stride) {
-        float S = spot[i];
-        float K = strike[i];
-        float T = t[i];
-        float r = rate[i];
-        float sigma = vol[i];
-        float sgn = kind[i] == 1u ? 1.0f : -1.0f;
+        float g[6];
+        gmprt_bs_one(spot[i], strike[i], t[i], rate[i], vol[i], kind[i], g);
+        price[i] = g[0];
+        delta[i] = g[1];
+        gamma[i] = g[2];
+        vega[i] = g[3];
+        theta[i] = g[4];
+        rho[i] = g[5];
+    }
+}
 
-        float sqrt_t = sqrtf(T);
-        float sv = sigma * sqrt_t;
-        bool degenerate = sv < GMPRT_BS_SV_MIN;
-        float inv_sv = 1.0f / fmaxf(sv, GMPRT_BS_SV_MIN);
-        float d1 = (logf(S / K) + (r + 0.5f * sigma * sigma) * T) * inv_sv;
-        float d2 = d1 - sv;
-        float kd = K * expf(-r * T);
-        float pdf = GMPRT_INV_SQRT_2PI * expf(-0.5f * d1 * d1);
-        float kdn2 = kd * normcdff(sgn * d2);
-        float n1 = normcdff(sgn * d1);
-        float s_pdf = S * pdf;
-        float diffusion = degenerate ? 0.0f : 0.5f * s_pdf * sigma * sigma * inv_sv;
-
-        price[i] = sgn * (S * n1 - kdn2);
-        delta[i] = sgn * n1;
-        gamma[i] = degenerate ? 0.0f : pdf * inv_sv / S;
-        vega[i] = s_pdf * sqrt_t;
-        theta[i] = -sgn * r * kdn2 - diffusion;
-        rho[i] = sgn * T * kdn2;
+// gmprt_black_scholes_segment_sums: prices only the contracts of the selected segments and sums
+// their position-weighted outputs per selected segment, in one pass with no scratch columns:
+// for k < nsel, segment s = sel[k] (contracts offsets[s] .. offsets[s+1] of a book of n, laid
+// out as for gmprt_black_scholes, qty beside), sums[k*6 + c] = sum_i qty[i] * g_c(i) in f64.
+// For a book resident on the device of which a tick moved a few underlyings: the moved
+// segments are repriced where they live and only their aggregates come back. A selected id
+// past `segments`, or offsets past n, give an empty (zero) segment, never a read outside the
+// columns (the host twin refuses them). Launch shape, block reduction and summation order as
+// gmprt_greeks_segment_sum (segmented.cu): one block per selected segment, grid-stride.
+extern "C" __global__ void gmprt_black_scholes_segment_sums(
+    const float* __restrict__ spot,
+    const float* __restrict__ strike,
+    const float* __restrict__ t,
+    const float* __restrict__ rate,
+    const float* __restrict__ vol,
+    const unsigned* __restrict__ kind,
+    const float* __restrict__ qty,
+    const unsigned* __restrict__ offsets,
+    unsigned segments,
+    const unsigned* __restrict__ sel,
+    unsigned nsel,
+    unsigned n,
+    double* __restrict__ sums)
+{
+    __shared__ double warp_sums[6][32];
+    unsigned lane = threadIdx.x & 31u;
+    unsigned warp = threadIdx.x >> 5;
+    unsigned warps = (blockDim.x + 31u) >> 5;
+    for (size_t k = blockIdx.x; k < (size_t)nsel; k += gridDim.x) {
+        unsigned s = sel[k];
+        size_t lo = 0, hi = 0;
+        if (s < segments) {
+            lo = min((size_t)offsets[s], (size_t)n);
+            hi = max(lo, min((size_t)offsets[s + 1], (size_t)n));
+        }
+        double acc[6];
+#pragma unroll
+        for (int c = 0; c < 6; ++c) acc[c] = 0.0;
+        for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+            float g[6];
+            gmprt_bs_one(spot[i], strike[i], t[i], rate[i], vol[i], kind[i], g);
+            double q = (double)qty[i];
+#pragma unroll
+            for (int c = 0; c < 6; ++c) acc[c] += q * (double)g[c];
+        }
+#pragma unroll
+        for (int c = 0; c < 6; ++c) {
+            double v = acc[c];
+            for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+            if (lane == 0) warp_sums[c][warp] = v;
+        }
+        __syncthreads();
+        if (warp == 0) {
+#pragma unroll
+            for (int c = 0; c < 6; ++c) {
+                double v = lane < warps ? warp_sums[c][lane] : 0.0;
+                for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+                if (lane == 0) sums[k * 6 + c] = v;
+            }
+        }
+        // The slots are reused for the block's next segment (the loop bound depends on
+        // blockIdx only, so every thread reaches both barriers).
+        __syncthreads();
     }
 }

@@ -41,6 +41,21 @@ pub struct CudaSource {
 /// assert!(BLACK_SCHOLES.src.contains(FN_BLACK_SCHOLES));
 /// ```
 pub const FN_BLACK_SCHOLES: &str = "gmprt_black_scholes";
+/// `gmprt_black_scholes_segment_sums(6 input columns, const f32* qty, const u32* offsets, u32
+/// segments, const u32* sel, u32 nsel, u32 n, f64* sums)`: prices only the contracts of the
+/// selected segments of a book of `n` and writes their position-weighted sums per selected
+/// segment (6 f64 each). The CPU twin is
+/// [`price_and_sum_selected_words`](crate::segmented::price_and_sum_selected_words).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::{BLACK_SCHOLES, FN_BLACK_SCHOLES_SEGMENT_SUMS};
+///
+/// assert!(BLACK_SCHOLES.functions.contains(&FN_BLACK_SCHOLES_SEGMENT_SUMS));
+/// assert!(BLACK_SCHOLES.src.contains(FN_BLACK_SCHOLES_SEGMENT_SUMS));
+/// ```
+pub const FN_BLACK_SCHOLES_SEGMENT_SUMS: &str = "gmprt_black_scholes_segment_sums";
 /// `gmprt_pi_hits(u64 seed, u64 blocks, u64* hits)`: adds the hits of Philox blocks
 /// `0..blocks` of stream [`TAG_PI`](crate::philox::TAG_PI) to `*hits`.
 ///
@@ -141,7 +156,7 @@ pub const FN_COPY: &str = "gmprt_copy";
 pub const BLACK_SCHOLES: CudaSource = CudaSource {
     name: "black_scholes",
     src: include_str!("../cuda/black_scholes.cu"),
-    functions: &[FN_BLACK_SCHOLES],
+    functions: &[FN_BLACK_SCHOLES, FN_BLACK_SCHOLES_SEGMENT_SUMS],
 };
 
 /// Philox4x32-10 Monte Carlo: π hits and option path sums, one contract or many per launch

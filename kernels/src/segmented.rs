@@ -352,6 +352,12 @@ fn check(
             return Err(KernelError::Shape { what, expected: n, got });
         }
     }
+    check_offsets(offsets, segments, n)?;
+    check_qty(qty)
+}
+
+/// The offsets' contract (module docs) for `segments` segments over `n` contracts.
+fn check_offsets(offsets: &[u32], segments: usize, n: usize) -> Result<(), KernelError> {
     if offsets.len() != segments + 1 {
         return Err(KernelError::Shape { what: "offsets", expected: segments + 1, got: offsets.len() });
     }
@@ -375,9 +381,103 @@ fn check(
             got: last,
         });
     }
+    Ok(())
+}
+
+/// Every quantity finite.
+fn check_qty(qty: &[f32]) -> Result<(), KernelError> {
     if let Some(i) = qty.iter().position(|q| !q.is_finite()) {
         let why = "quantity must be finite";
         return Err(InvalidInput { field: "qty", index: i, value: qty[i].into(), why }.into());
+    }
+    Ok(())
+}
+
+/// Prices only the contracts of the selected segments and sums them per selected segment:
+/// for `k < sel.len()`, `sums[k * AGG_WORDS..]` = the sums of segment `sel[k]`, its contracts
+/// priced from `input` (the [`price_greeks_words`](crate::black_scholes::price_greeks_words)
+/// input columns of a book of `n`, column `c` at `c * n`). The CPU twin of
+/// `gmprt_black_scholes_segment_sums` (`kernels/cuda/black_scholes.cu`): a book that stays on
+/// the device reprices the underlyings a tick moved, where they live, and returns their
+/// aggregates alone. Each segment is priced as one batch of its own contracts and summed in
+/// index order, so a segment's sums equal [`sum_by_segment_words`]'s over the same prices bit
+/// for bit. Checked first: `input`, `qty` and `sums` sizes, the offsets' contract, every
+/// selected id below the segment count, the selected segments' quantities finite (the error
+/// names the first bad one).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{price_greeks_words, stage_words, synthetic_chain, IN_WORDS, OUT_WORDS};
+/// use gmprt_kernels::segmented::{price_and_sum_selected_words, sum_by_segment_words, AGG_WORDS};
+///
+/// // 6 contracts in 3 segments (0..2, 2..3, 3..6), one of each held.
+/// let (n, qty, offsets) = (6, [1.0f32; 6], [0u32, 2, 3, 6]);
+/// let mut input = vec![0u32; n * IN_WORDS];
+/// stage_words(&synthetic_chain(n, 9), &mut input);
+/// // Segments 2 and 0 alone, in that order.
+/// let mut some = [0f64; 2 * AGG_WORDS];
+/// price_and_sum_selected_words(n, &input, &qty, &offsets, &[2, 0], &mut some).unwrap();
+/// // The same sums as pricing the whole book and summing every segment.
+/// let mut out = vec![0u32; n * OUT_WORDS];
+/// price_greeks_words(n, &input, &mut out).unwrap();
+/// let mut all = [0f64; 3 * AGG_WORDS];
+/// sum_by_segment_words(n, &out, &qty, &offsets, &mut all).unwrap();
+/// assert_eq!(some[..AGG_WORDS], all[2 * AGG_WORDS..]);
+/// assert_eq!(some[AGG_WORDS..], all[..AGG_WORDS]);
+/// // A selected segment that does not exist is named.
+/// let e = price_and_sum_selected_words(n, &input, &qty, &offsets, &[3], &mut some[..AGG_WORDS]).unwrap_err();
+/// assert!(e.to_string().contains("selected segment"), "{e}");
+/// ```
+pub fn price_and_sum_selected_words(
+    n: usize,
+    input: &[u32],
+    qty: &[f32],
+    offsets: &[u32],
+    sel: &[u32],
+    sums: &mut [f64],
+) -> Result<(), KernelError> {
+    use crate::black_scholes::{price_greeks_words, IN_WORDS};
+    let segments = offsets.len().saturating_sub(1);
+    for (what, expected, got) in [
+        ("input words", n * IN_WORDS, input.len()),
+        ("qty", n, qty.len()),
+        ("sums words", sel.len() * AGG_WORDS, sums.len()),
+    ] {
+        if got != expected {
+            return Err(KernelError::Shape { what, expected, got });
+        }
+    }
+    check_offsets(offsets, segments, n)?;
+    if let Some(k) = sel.iter().position(|&s| s as usize >= segments) {
+        let why = "a selected segment must be below the segment count";
+        return Err(InvalidInput { field: "selected segment", index: k, value: sel[k].into(), why }.into());
+    }
+    // The selected segments' quantities only: a resident book is repriced a few segments at a
+    // time, and checking all of it every time would cost more than pricing them.
+    for &s in sel {
+        let lo = offsets[s as usize] as usize;
+        check_qty(&qty[lo..offsets[s as usize + 1] as usize]).map_err(|e| match e {
+            KernelError::Invalid(mut bad) => {
+                bad.index += lo;
+                KernelError::Invalid(bad)
+            }
+            e => e,
+        })?;
+    }
+    let (mut tin, mut tout) = (Vec::new(), Vec::new());
+    for (out, &s) in sums.chunks_exact_mut(AGG_WORDS).zip(sel) {
+        let (lo, hi) = (offsets[s as usize] as usize, offsets[s as usize + 1] as usize);
+        let m = hi - lo;
+        tin.clear();
+        for c in 0..IN_WORDS {
+            tin.extend_from_slice(&input[c * n + lo..c * n + hi]);
+        }
+        tout.clear();
+        tout.resize(m * OUT_WORDS, 0);
+        price_greeks_words(m, &tin, &mut tout)?;
+        let cols = BsCols::from_words(m, &tout)?.to_array();
+        out.copy_from_slice(&segment_sum(cols, &qty[lo..hi], &[0, m as u32], 0));
     }
     Ok(())
 }

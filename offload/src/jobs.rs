@@ -424,3 +424,94 @@ impl CudaJob for BlackScholesBySegment {
         cuda::launch_black_scholes_by_segment(ctx, n, self.segments)
     }
 }
+
+/// A book that stays on the device, repriced segment by segment: only the contracts of the
+/// `selected` segments listed in the input are priced, and only their sums are written
+/// (`gmprt_kernels::segmented::price_and_sum_selected_words`; on CUDA one launch of
+/// `gmprt_black_scholes_segment_sums`, pricing and summing in one pass). The trading desk's
+/// `--resident` path: the book goes up once in [`BlackScholesBySegment`]'s input layout; per
+/// tick the moved spots and the list of moved segments go up (`Slot::upload`), and the moved
+/// segments' sums come back.
+///
+/// Word layouts for a book of `n` contracts in `segments` segments:
+/// * **input** ([`in_words`](Self::in_words)): [`BlackScholesBySegment`]'s input (columns,
+///   `qty`, `offsets`), then the `selected` segment ids (u32, each below `segments`);
+/// * **output** ([`out_words`](Self::out_words)): `AGG_WORDS` f64 per selected segment, in the
+///   order listed, each as its low then high 32 bits.
+///
+/// ```
+/// use gmprt_offload::jobs::{BlackScholesBySegment, BlackScholesSelected};
+/// use gmprt_offload::kernels::black_scholes::{stage_words, synthetic_chain, IN_WORDS};
+/// use gmprt_offload::{Device, Phases};
+///
+/// // 5 contracts in 2 segments (0..2 and 2..5), 100 of each held; segment 1 selected.
+/// let (all, one) = (BlackScholesBySegment { segments: 2 }, BlackScholesSelected { segments: 2, selected: 1 });
+/// let mut slot = Device::host().backend().new_slot(one.in_words(5), all.out_words(5)).unwrap();
+/// let input = slot.staging_in();
+/// stage_words(&synthetic_chain(5, 3), &mut input[..5 * IN_WORDS]);
+/// input[5 * IN_WORDS..5 * IN_WORDS + 5].copy_from_slice(&[100f32.to_bits(); 5]); // qty
+/// input[7 * 5..7 * 5 + 3].copy_from_slice(&[0, 2, 5]); // offsets
+/// input[7 * 5 + 3] = 1; // the selection: segment 1
+/// let (every, _) = all.run(slot.as_mut(), 5).unwrap();
+/// let run = Phases { h2d: true, kernel: true, d2h: true };
+/// slot.run(&one, 5, one.in_words(5), one.out_words(), run).unwrap();
+/// assert_eq!(one.gather(slot.staging_out()), [every[1]]);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct BlackScholesSelected {
+    /// Segments in the book.
+    pub segments: usize,
+    /// Segments listed for this run.
+    pub selected: usize,
+}
+
+impl BlackScholesSelected {
+    /// Input words for a book of `n` contracts: [`BlackScholesBySegment`]'s, plus the list.
+    pub fn in_words(&self, n: usize) -> usize {
+        BlackScholesBySegment { segments: self.segments }.in_words(n) + self.selected
+    }
+    /// Output words: the selected segments' sums.
+    pub fn out_words(&self) -> usize {
+        BlackScholesBySegment { segments: self.selected }.sum_words()
+    }
+    /// The selected segments' sums in `words`, in the order listed.
+    pub fn gather(&self, words: &[u32]) -> Vec<GreekSums> {
+        BlackScholesBySegment { segments: self.selected }.gather(words)
+    }
+}
+
+impl Job for BlackScholesSelected {
+    fn name(&self) -> &'static str {
+        "black_scholes_selected"
+    }
+    fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
+        let (iw, ow) = (self.in_words(n), self.out_words());
+        let shape = |what, expected, got| KernelError::Shape { what, expected, got }.to_string();
+        if input.len() < iw {
+            return Err(shape("input words (black_scholes_selected)", iw, input.len()));
+        }
+        if output.len() < ow {
+            return Err(shape("output words (black_scholes_selected)", ow, output.len()));
+        }
+        let (bs_in, rest) = input.split_at(n * black_scholes::IN_WORDS);
+        let (qty, rest) = rest.split_at(n);
+        let (offsets, rest) = rest.split_at(self.segments + 1);
+        let sel = &rest[..self.selected];
+        let mut sums = vec![0f64; AGG_WORDS * self.selected];
+        let qty: &[f32] = bytemuck::cast_slice(qty);
+        segmented::price_and_sum_selected_words(n, bs_in, qty, offsets, sel, &mut sums)
+            .map_err(|e| e.to_string())?;
+        for (k, v) in sums.iter().enumerate() {
+            let bits = v.to_bits();
+            output[2 * k] = bits as u32;
+            output[2 * k + 1] = (bits >> 32) as u32;
+        }
+        Ok(())
+    }
+}
+
+impl CudaJob for BlackScholesSelected {
+    fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
+        cuda::launch_black_scholes_selected(ctx, n, self.segments, self.selected)
+    }
+}

@@ -41,7 +41,7 @@ use gmprt_kernels::cuda::{CudaSource, ALL, CALIB, FN_COPY, FN_EMPTY};
 use gmprt_kernels::segmented;
 use gmprt_offload::backend::{Backend, Job, Phases};
 use gmprt_offload::cuda::{self, nvrtc, CudaBackend, CudaJob, LaunchCtx};
-use gmprt_offload::jobs::BlackScholesBySegment;
+use gmprt_offload::jobs::{BlackScholesBySegment, BlackScholesSelected};
 use gmprt_offload::OffloadError;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::process::{Command, ExitCode};
@@ -172,6 +172,11 @@ fn main() -> ExitCode {
             by_segment_on_host_equals_the_cpu_twins,
         ),
         gpu_test("black_scholes_by_segment_within_segment_tolerance", by_segment_within_segment_tolerance),
+        host_test(
+            "black_scholes_selected_on_host_equals_the_cpu_twins",
+            selected_on_host_equals_the_cpu_twins,
+        ),
+        gpu_test("black_scholes_selected_within_segment_tolerance", selected_within_segment_tolerance),
         gpu_test("sgemm_matches_cpu", sgemm_matches_cpu),
         gpu_test("sgemm_tf32_and_bf16_within_their_tolerance", sgemm_tf32_and_bf16_within_their_tolerance),
         gpu_test("sgemm_batched_on_a_slot_matches_cpu", sgemm_batched_on_a_slot_matches_cpu),
@@ -1036,9 +1041,19 @@ fn by_segment_on_host_equals_the_cpu_twins() {
 fn by_segment_within_segment_tolerance(backend: &CudaBackend) {
     let b = by_segment_batch();
     let gpu = run_by_segment(backend, &b);
+    let all: Vec<u32> = (0..gpu.len() as u32).collect();
+    let worst = assert_within_segment_tolerance(&b, &gpu, &all);
+    println!("by-segment: {} segments, worst |gpu - cpu| / tolerance {worst:.3}", gpu.len());
+    // One block size, one summation order: a second run gives the same bits.
+    assert_eq!(run_by_segment(backend, &b), gpu, "the device sums vary run to run");
+}
+
+/// Checks device sums of the segments `sel` (in that order) against the CPU twins' within
+/// `segment_tolerance` (CPU math against CUDA math); returns the worst error / tolerance.
+fn assert_within_segment_tolerance(b: &BySegment, gpu: &[segmented::GreekSums], sel: &[u32]) -> f64 {
     let n = b.chain.len();
     let cols = segmented::BsCols::from_words(n, &b.cpu_out).expect("columns");
-    let mut tol = vec![segmented::GreekSums::default(); gpu.len()];
+    let mut tol = vec![segmented::GreekSums::default(); b.offsets.len() - 1];
     segmented::segment_tolerance(
         &b.chain,
         &cols,
@@ -1051,7 +1066,8 @@ fn by_segment_within_segment_tolerance(backend: &CudaBackend) {
     .expect("tolerance");
     let mut worst = 0f64;
     let mut failures = Vec::new();
-    for (s, ((g, c), t)) in gpu.iter().zip(&b.cpu_sums).zip(&tol).enumerate() {
+    for (g, &s) in gpu.iter().zip(sel) {
+        let (c, t) = (b.cpu_sums[s as usize], tol[s as usize]);
         for (k, ((g, c), t)) in g.to_array().iter().zip(c.to_array()).zip(t.to_array()).enumerate() {
             let ratio = if t > 0.0 {
                 (g - c).abs() / t
@@ -1069,8 +1085,45 @@ fn by_segment_within_segment_tolerance(backend: &CudaBackend) {
             }
         }
     }
-    println!("by-segment: {} segments, worst |gpu - cpu| / tolerance {worst:.3}", gpu.len());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // One block size, one summation order: a second run gives the same bits.
-    assert_eq!(run_by_segment(backend, &b), gpu, "the device sums vary run to run");
+    worst
+}
+
+/// Some segments of the batch, out of order and with a repeat: empty ones, the longest, the last.
+fn selection(b: &BySegment) -> Vec<u32> {
+    let segments = b.offsets.len() as u32 - 1;
+    vec![segments - 1, 0, 3, 2, 3, 1, segments / 2]
+}
+
+/// Runs `sel` of the batch on `backend`'s slot with [`BlackScholesSelected`]: the whole batch
+/// staged (as a resident book would be), only the selected segments priced and summed.
+fn run_selected(backend: &dyn Backend, b: &BySegment, sel: &[u32]) -> Vec<segmented::GreekSums> {
+    let n = b.chain.len();
+    let job = BlackScholesSelected { segments: b.offsets.len() - 1, selected: sel.len() };
+    let mut slot = backend.new_slot(job.in_words(n), job.out_words()).expect("slot");
+    slot.staging_in()[..b.input.len()].copy_from_slice(&b.input);
+    slot.staging_in()[b.input.len()..job.in_words(n)].copy_from_slice(sel);
+    let all = gmprt_offload::Phases { h2d: true, kernel: true, d2h: true };
+    slot.run(&job, n, job.in_words(n), job.out_words(), all).expect("selected run");
+    job.gather(slot.staging_out())
+}
+
+fn selected_on_host_equals_the_cpu_twins() {
+    let b = by_segment_batch();
+    let sel = selection(&b);
+    let want: Vec<_> = sel.iter().map(|&s| b.cpu_sums[s as usize]).collect();
+    // Each selected segment priced as its own batch and summed in index order: bit for bit.
+    assert_eq!(run_selected(gmprt_offload::Device::host().backend(), &b, &sel), want);
+}
+
+fn selected_within_segment_tolerance(backend: &CudaBackend) {
+    let b = by_segment_batch();
+    let sel = selection(&b);
+    let gpu = run_selected(backend, &b, &sel);
+    let worst = assert_within_segment_tolerance(&b, &gpu, &sel);
+    println!(
+        "selected: {} of {} segments, worst |gpu - cpu| / tolerance {worst:.3}",
+        sel.len(),
+        b.offsets.len() - 1
+    );
 }

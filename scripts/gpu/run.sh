@@ -309,8 +309,8 @@ stage_6_desk() {
     step "desk-$p" "$(pick 60 40 30)" "${desk[@]}" --placement "$p" --rate "$(pick 5000 5000 0)"
     figures "desk-$p" '^(trading_desk:|  (tick ->|risk updates|placement:|Monte Carlo|check))' 9
   done
-  # The book resident on the device: moved spots up, sums per underlying back (issue 28's
-  # >= 10k resident full-book revaluations/s).
+  # The book resident on the device: moved spots up, their sums back (issue 28's >= 10k
+  # resident full-book revaluations/s).
   step desk-resident "$(pick 60 40 30)" "${desk[@]}" --placement gpu --resident --rate "$(pick 5000 5000 0)"
   figures desk-resident '^(trading_desk:|  (tick ->|risk updates|placement:|resident book|check))' 9
   step desk-sweep "$(pick 200 120 60)" "${desk[@]}" --sweep

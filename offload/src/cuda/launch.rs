@@ -17,7 +17,8 @@ use cudarc::cublas::{Gemm, GemmConfig, StridedBatchedConfig};
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use gmprt_kernels::black_scholes::{IN_WORDS, OUT_WORDS};
 use gmprt_kernels::cuda::{
-    BLACK_SCHOLES, FN_BLACK_SCHOLES, FN_GREEKS_SEGMENT_SUM, FN_SAXPY, SAXPY, SEGMENTED,
+    BLACK_SCHOLES, FN_BLACK_SCHOLES, FN_BLACK_SCHOLES_SEGMENT_SUMS, FN_GREEKS_SEGMENT_SUM, FN_SAXPY, SAXPY,
+    SEGMENTED,
 };
 use gmprt_kernels::precision::Precision;
 use gmprt_kernels::KernelError;
@@ -230,6 +231,53 @@ pub fn launch_black_scholes_by_segment(
     // kernel clamps each segment's bounds into [0, n), so no offset value reads outside the
     // columns; sums and scratch are disjoint halves of one split, so nothing aliases.
     unsafe { b.launch(cfg) }.map_err(|e| driver_err("cuLaunchKernel gmprt_greeks_segment_sum", e))?;
+    Ok(())
+}
+
+/// Enqueues the selected-segments job ([`BlackScholesSelected`](crate::jobs::BlackScholesSelected),
+/// whose doc gives the word layouts): one launch of `gmprt_black_scholes_segment_sums`, one
+/// block per selected segment (grid-stride past the cap), the sums at the output's start.
+/// Buffers shorter than the layout are `Err(Kernel(Shape))`; nothing is launched for an
+/// empty selection.
+pub fn launch_black_scholes_selected(
+    ctx: &mut LaunchCtx<'_>,
+    n: usize,
+    segments: usize,
+    selected: usize,
+) -> Result<(), OffloadError> {
+    let job = crate::jobs::BlackScholesSelected { segments, selected };
+    need("device input words (black_scholes_selected)", 1, job.in_words(n), ctx.input.len())?;
+    need("device output words (black_scholes_selected)", 1, job.out_words(), ctx.output.len())?;
+    if selected == 0 || n == 0 {
+        return Ok(());
+    }
+    let what = "the selected-segments kernel (u32 counts)";
+    let u32_arg = |v: usize, name: &str| {
+        u32::try_from(v).map_err(|_| OffloadError::Config(format!("{v} {name}: too many for {what}")))
+    };
+    let (n_arg, seg_arg, sel_arg) =
+        (u32_arg(n, "contracts")?, u32_arg(segments, "segments")?, u32_arg(selected, "selected segments")?);
+    let f = ctx.backend.function(&BLACK_SCHOLES, FN_BLACK_SCHOLES_SEGMENT_SUMS)?;
+    let col = |c: usize| ctx.input.slice(c * n..(c + 1) * n);
+    let (spot, strike, t, rate, vol, kind, qty) = (col(0), col(1), col(2), col(3), col(4), col(5), col(6));
+    let at = n * (IN_WORDS + 1);
+    let offsets = ctx.input.slice(at..at + segments + 1);
+    let sel = ctx.input.slice(at + segments + 1..at + segments + 1 + selected);
+    let mut sums = ctx.output.slice_mut(..job.out_words());
+    let cap = u64::from(ctx.backend.sm_count().max(1)) * u64::from(GRID_BLOCKS_PER_SM);
+    let grid = (selected as u64).min(cap).min(i32::MAX as u64) as u32;
+    let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK_SIZE, 1, 1), shared_mem_bytes: 0 };
+    let mut b = ctx.stream.launch_builder(&f);
+    b.arg(&spot).arg(&strike).arg(&t).arg(&rate).arg(&vol).arg(&kind).arg(&qty);
+    b.arg(&offsets).arg(&seg_arg).arg(&sel).arg(&sel_arg).arg(&n_arg).arg(&mut sums);
+    // SAFETY: the arguments match `gmprt_black_scholes_segment_sums`'s parameters in order and
+    // type (seven `const` columns of n words: the six inputs and qty; `const unsigned*
+    // offsets` = segments + 1 words; `unsigned segments`; `const unsigned* sel` = selected
+    // words; `unsigned nsel`; `unsigned n`; `double* sums` = 2 * AGG_WORDS * selected words at
+    // the output's 256-byte-aligned start); every view holds what the kernel reads or writes
+    // (checked above); the kernel clamps every segment's bounds into [0, n) and skips ids past
+    // `segments`, so no input value reads outside the columns.
+    unsafe { b.launch(cfg) }.map_err(|e| driver_err("cuLaunchKernel gmprt_black_scholes_segment_sums", e))?;
     Ok(())
 }
 

@@ -59,8 +59,8 @@ pub use crate::job::{CudaJob, LaunchCtx, LaunchDevice};
 pub(crate) use context::driver_err;
 pub use context::probe;
 pub use launch::{
-    grid_size, launch_black_scholes, launch_black_scholes_by_segment, launch_saxpy, launch_sgemm_batched,
-    warm_sgemm_batched, BLOCK_SIZE, GRID_BLOCKS_PER_SM,
+    grid_size, launch_black_scholes, launch_black_scholes_by_segment, launch_black_scholes_selected,
+    launch_saxpy, launch_sgemm_batched, warm_sgemm_batched, BLOCK_SIZE, GRID_BLOCKS_PER_SM,
 };
 pub use libs::{loaded_libraries, LoadedLib};
 pub use measure::LaunchCosts;
