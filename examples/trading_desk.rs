@@ -506,7 +506,8 @@ impl Desk {
         let (worst_z, z_at) = book::check_paths(&valued.book, &valued.values);
         let mc_value: f64 = valued.values.iter().map(|v| v.value).sum();
         let mc_contracts = valued.book.len() as u64;
-        let busy = (pricer.device_busy + valued.pricer.device_busy).as_secs_f64() / wall.as_secs_f64();
+        let fraction = |d: Duration| d.as_secs_f64() / wall.as_secs_f64();
+        let (busy_risk, busy_exotics) = (fraction(pricer.device_busy), fraction(valued.pricer.device_busy));
         let repriced = pricer.contracts[0] + pricer.contracts[1];
         let revals = if revalue { full_book_rate(rt, &mut pricer, &book)? } else { f64::NAN };
         let contracts = book.len();
@@ -535,7 +536,9 @@ impl Desk {
             feed: acct,
             feed_total: total,
             orders: stats,
-            device_busy_fraction: busy,
+            device_busy_fraction: busy_risk + busy_exotics,
+            device_busy_risk: busy_risk,
+            device_busy_exotics: busy_exotics,
             resident: pricer.resident,
             resident_upload_bytes: 4 * pricer.resident_words,
             batches_cpu: pricer.batches[0],

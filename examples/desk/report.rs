@@ -63,7 +63,12 @@ pub struct Report {
     pub feed: Accounting,
     pub feed_total: u64,
     pub orders: OrderStats,
+    /// Device time (copies and kernels) over the run's wall time, of the risk engine's slot
+    /// and of the exotics task's; the two are separate streams that may overlap, so they are
+    /// reported apart and their sum may pass 1.
     pub device_busy_fraction: f64,
+    pub device_busy_risk: f64,
+    pub device_busy_exotics: f64,
     /// `--resident`: the book stayed on the device; bytes uploaded after the first full upload
     /// (the moved spots and the list of moved underlyings).
     pub resident: bool,
@@ -121,10 +126,12 @@ pub fn print_report(r: &Report) {
         r.full_book_revaluations_per_s
     );
     println!(
-        "  placement: {} batches on the CPU, {} on the device; device busy {:.1}% of the run",
+        "  placement: {} batches on the CPU, {} on the device; device busy {:.1}% of the run (risk {:.1}%, exotics {:.1}%: two streams)",
         r.batches_cpu,
         r.batches_gpu,
-        100.0 * r.device_busy_fraction
+        100.0 * r.device_busy_fraction,
+        100.0 * r.device_busy_risk,
+        100.0 * r.device_busy_exotics
     );
     if r.resident {
         println!(
