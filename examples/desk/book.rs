@@ -212,12 +212,11 @@ pub struct Pricer {
     pub mc_batches: [u64; 2],
     pub mc_contracts: [u64; 2],
     /// `--resident`: the whole book stays on the device (`gpu` placement only); a batch
-    /// uploads the moved underlyings' spots and revalues every contract there.
+    /// uploads the moved underlyings' spots and list, and reprices those underlyings there.
     pub resident: bool,
-    /// Resident: where each underlying's contracts start in the slot's input (empty until the
-    /// book is uploaded, once), and the spot words uploaded since.
-    resident_at: Vec<usize>,
-    /// Resident: input words uploaded after the first full upload (spots only).
+    /// Resident: whether the book is on the device yet (uploaded once, at the first batch).
+    resident_up: bool,
+    /// Resident: input words uploaded after the first full upload (spots and lists).
     pub resident_words: u64,
 }
 
@@ -263,7 +262,7 @@ impl Pricer {
             mc_batches: [0; 2],
             mc_contracts: [0; 2],
             resident: false,
-            resident_at: Vec::new(),
+            resident_up: false,
             resident_words: 0,
         }
     }
@@ -415,21 +414,23 @@ impl Pricer {
         let job = BlackScholesSelected { segments: u, selected: unds.len() };
         let iw = job.in_words(c);
         let slot = self.slot.as_mut().expect("prepared");
-        let first = self.resident_at.is_empty();
+        let first = !self.resident_up;
         let mut ranges = Vec::with_capacity(unds.len() + 1);
         if first {
             let all: Vec<u32> = (0..u as u32).collect();
-            self.resident_at = stage_segments(&mut slot.staging_in()[..base], book, &all, c);
+            stage_segments(&mut slot.staging_in()[..base], book, &all, c);
             ranges.push(0..base);
+            self.resident_up = true;
         } else {
-            // The spot column is the layout's first: word k of it is the k-th staged contract.
+            // Every underlying staged in order, so contract i is word i of the spot column
+            // (the layout's first): an underlying's words are its segment of the book.
             let words = slot.staging_in();
             for &m in unds {
-                let (r, at) = (book.segment(m), self.resident_at[m as usize]);
-                for (w, v) in words[at..at + r.len()].iter_mut().zip(&book.spot[r.clone()]) {
+                let r = book.segment(m);
+                for (w, v) in words[r.clone()].iter_mut().zip(&book.spot[r.clone()]) {
                     *w = v.to_bits();
                 }
-                ranges.push(at..at + r.len());
+                ranges.push(r);
             }
         }
         slot.staging_in()[base..iw].copy_from_slice(unds);
@@ -483,13 +484,11 @@ impl Pricer {
 
 /// Stages the segments of `unds` (`n` contracts in all), in that order, into `words` in
 /// `BlackScholesBySegment`'s layout: the input columns, the positions, the segment offsets.
-/// Returns where each segment starts. `words` is a slot's staging (write-only on CUDA: never
-/// read back).
-fn stage_segments(words: &mut [u32], book: &Book, unds: &[u32], n: usize) -> Vec<usize> {
+/// `words` is a slot's staging (write-only on CUDA: never read back).
+fn stage_segments(words: &mut [u32], book: &Book, unds: &[u32], n: usize) {
     let (cols, tail) = words.split_at_mut(n * IN_WORDS);
     let (qty, offsets) = tail.split_at_mut(n);
     offsets[0] = 0;
-    let mut starts = Vec::with_capacity(unds.len());
     let mut at = 0;
     for (k, &u) in unds.iter().enumerate() {
         let r = book.segment(u);
@@ -510,11 +509,9 @@ fn stage_segments(words: &mut [u32], book: &Book, unds: &[u32], n: usize) -> Vec
         for (w, q) in qty[at..at + len].iter_mut().zip(&book.qty[r]) {
             *w = q.to_bits();
         }
-        starts.push(at);
         at += len;
         offsets[k + 1] = at as u32;
     }
-    starts
 }
 
 /// Prices the segments of `unds` on the runtime's Ps: `parallel_for` over chunks of at most

@@ -50,10 +50,11 @@ pub const FN_BLACK_SCHOLES: &str = "gmprt_black_scholes";
 /// # Examples
 ///
 /// ```
-/// use gmprt_kernels::cuda::{BLACK_SCHOLES, FN_BLACK_SCHOLES_SEGMENT_SUMS};
+/// use gmprt_kernels::cuda::{FN_BLACK_SCHOLES_SEGMENT_SUMS, SEGMENTED};
 ///
-/// assert!(BLACK_SCHOLES.functions.contains(&FN_BLACK_SCHOLES_SEGMENT_SUMS));
-/// assert!(BLACK_SCHOLES.src.contains(FN_BLACK_SCHOLES_SEGMENT_SUMS));
+/// assert!(SEGMENTED.functions.contains(&FN_BLACK_SCHOLES_SEGMENT_SUMS));
+/// assert!(SEGMENTED.src.contains(FN_BLACK_SCHOLES_SEGMENT_SUMS));
+/// assert!(SEGMENTED.src.contains("gmprt_bs_one"), "the shared Black-Scholes body comes first");
 /// ```
 pub const FN_BLACK_SCHOLES_SEGMENT_SUMS: &str = "gmprt_black_scholes_segment_sums";
 /// `gmprt_pi_hits(u64 seed, u64 blocks, u64* hits)`: adds the hits of Philox blocks
@@ -113,9 +114,9 @@ pub const FN_SAXPY: &str = "gmprt_saxpy";
 /// # Examples
 ///
 /// ```
-/// use gmprt_kernels::cuda::{FN_GREEKS_SEGMENT_SUM, SEGMENTED};
+/// use gmprt_kernels::cuda::{FN_BLACK_SCHOLES_SEGMENT_SUMS, FN_GREEKS_SEGMENT_SUM, SEGMENTED};
 ///
-/// assert_eq!(SEGMENTED.functions, &[FN_GREEKS_SEGMENT_SUM]);
+/// assert_eq!(SEGMENTED.functions, &[FN_GREEKS_SEGMENT_SUM, FN_BLACK_SCHOLES_SEGMENT_SUMS]);
 /// assert!(SEGMENTED.src.contains(FN_GREEKS_SEGMENT_SUM));
 /// ```
 pub const FN_GREEKS_SEGMENT_SUM: &str = "gmprt_greeks_segment_sum";
@@ -143,7 +144,8 @@ pub const FN_EMPTY: &str = "gmprt_empty";
 /// ```
 pub const FN_COPY: &str = "gmprt_copy";
 
-/// Black-Scholes price and Greeks (`kernels/cuda/black_scholes.cu`).
+/// Black-Scholes price and Greeks (`kernels/cuda/black_scholes.cu`, after the math it shares
+/// with [`SEGMENTED`], `kernels/cuda/bs_one.cuh`).
 ///
 /// # Examples
 ///
@@ -155,8 +157,9 @@ pub const FN_COPY: &str = "gmprt_copy";
 /// ```
 pub const BLACK_SCHOLES: CudaSource = CudaSource {
     name: "black_scholes",
-    src: include_str!("../cuda/black_scholes.cu"),
-    functions: &[FN_BLACK_SCHOLES, FN_BLACK_SCHOLES_SEGMENT_SUMS],
+    // The math (gmprt_bs_one) first: segmented.cu prices with the same body.
+    src: concat!(include_str!("../cuda/bs_one.cuh"), include_str!("../cuda/black_scholes.cu")),
+    functions: &[FN_BLACK_SCHOLES],
 };
 
 /// Philox4x32-10 Monte Carlo: π hits and option path sums, one contract or many per launch
@@ -189,7 +192,9 @@ pub const SAXPY: CudaSource =
     CudaSource { name: "saxpy", src: include_str!("../cuda/saxpy.cu"), functions: &[FN_SAXPY] };
 
 /// Per-segment position-weighted sums of Black-Scholes outputs (`kernels/cuda/segmented.cu`),
-/// the twin of [`crate::segmented::sum_by_segment_words`].
+/// the twin of [`crate::segmented::sum_by_segment_words`], and the resident book's pricing
+/// and sums of selected segments in one pass (after `kernels/cuda/bs_one.cuh`, the math it
+/// shares with [`BLACK_SCHOLES`]).
 ///
 /// # Examples
 ///
@@ -201,8 +206,9 @@ pub const SAXPY: CudaSource =
 /// ```
 pub const SEGMENTED: CudaSource = CudaSource {
     name: "segmented",
-    src: include_str!("../cuda/segmented.cu"),
-    functions: &[FN_GREEKS_SEGMENT_SUM],
+    // gmprt_bs_one first, for gmprt_black_scholes_segment_sums (as in BLACK_SCHOLES).
+    src: concat!(include_str!("../cuda/bs_one.cuh"), include_str!("../cuda/segmented.cu")),
+    functions: &[FN_GREEKS_SEGMENT_SUM, FN_BLACK_SCHOLES_SEGMENT_SUMS],
 };
 
 /// Calibration kernels: empty launch and device copy (`kernels/cuda/calib.cu`).

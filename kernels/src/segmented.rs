@@ -397,7 +397,7 @@ fn check_qty(qty: &[f32]) -> Result<(), KernelError> {
 /// for `k < sel.len()`, `sums[k * AGG_WORDS..]` = the sums of segment `sel[k]`, its contracts
 /// priced from `input` (the [`price_greeks_words`](crate::black_scholes::price_greeks_words)
 /// input columns of a book of `n`, column `c` at `c * n`). The CPU twin of
-/// `gmprt_black_scholes_segment_sums` (`kernels/cuda/black_scholes.cu`): a book that stays on
+/// `gmprt_black_scholes_segment_sums` (`kernels/cuda/segmented.cu`): a book that stays on
 /// the device reprices the underlyings a tick moved, where they live, and returns their
 /// aggregates alone. Each segment is priced as one batch of its own contracts and summed in
 /// index order, so a segment's sums equal [`sum_by_segment_words`]'s over the same prices bit

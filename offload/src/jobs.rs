@@ -372,6 +372,14 @@ impl BlackScholesBySegment {
             .map(|s| GreekSums::from_array(std::array::from_fn(|c| f(s * AGG_WORDS + c))))
             .collect()
     }
+    /// The input of `n` contracts (at least [`in_words`](Self::in_words) words, checked by the
+    /// caller) as its parts: the Black-Scholes columns, `qty`, `offsets`, and what follows.
+    fn split_input<'a>(&self, n: usize, input: &'a [u32]) -> (&'a [u32], &'a [f32], &'a [u32], &'a [u32]) {
+        let (bs_in, rest) = input.split_at(n * black_scholes::IN_WORDS);
+        let (qty, rest) = rest.split_at(n);
+        let (offsets, rest) = rest.split_at(self.segments + 1);
+        (bs_in, bytemuck::cast_slice(qty), offsets, rest)
+    }
     /// Runs a batch of `n` contracts already staged in `slot`'s input: upload and both
     /// kernels over the whole output, then a copy back of the sums alone. Returns the sums and
     /// the phases' times (the kernel's covers both launches).
@@ -389,32 +397,47 @@ impl BlackScholesBySegment {
     }
 }
 
+/// The segment jobs' buffer check: at least `iw` input and `ow` output words, or the shape
+/// error, its `what` naming the buffer and the job (`names`: input's, output's).
+fn check_words(
+    names: [&'static str; 2],
+    iw: usize,
+    ow: usize,
+    input: &[u32],
+    output: &[u32],
+) -> Result<(), String> {
+    for (what, expected, got) in [(names[0], iw, input.len()), (names[1], ow, output.len())] {
+        if got < expected {
+            return Err(KernelError::Shape { what, expected, got }.to_string());
+        }
+    }
+    Ok(())
+}
+
+/// Writes `sums` as word pairs (low, then high 32 bits) from `words[0]`: what
+/// [`BlackScholesBySegment::gather`] reads.
+fn put_sums(sums: &[f64], words: &mut [u32]) {
+    for (w, v) in words.chunks_exact_mut(2).zip(sums) {
+        let bits = v.to_bits();
+        w[0] = bits as u32;
+        w[1] = (bits >> 32) as u32;
+    }
+}
+
 impl Job for BlackScholesBySegment {
     fn name(&self) -> &'static str {
         "black_scholes_by_segment"
     }
     fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
-        let (iw, sw, ow) = (self.in_words(n), self.sum_words(), self.out_words(n));
-        let shape = |what, expected, got| KernelError::Shape { what, expected, got }.to_string();
-        if input.len() < iw {
-            return Err(shape("input words (black_scholes_by_segment)", iw, input.len()));
-        }
-        if output.len() < ow {
-            return Err(shape("output words (black_scholes_by_segment)", ow, output.len()));
-        }
-        let (bs_in, rest) = input.split_at(n * black_scholes::IN_WORDS);
-        let (qty, rest) = rest.split_at(n);
-        let offsets = &rest[..self.segments + 1];
+        let (sw, ow) = (self.sum_words(), self.out_words(n));
+        let names = ["input words (black_scholes_by_segment)", "output words (black_scholes_by_segment)"];
+        check_words(names, self.in_words(n), ow, input, output)?;
+        let (bs_in, qty, offsets, _) = self.split_input(n, input);
         let (sums_w, scratch) = output[..ow].split_at_mut(sw);
         black_scholes::price_greeks_words(n, bs_in, scratch).map_err(|e| e.to_string())?;
         let mut sums = vec![0f64; AGG_WORDS * self.segments];
-        let qty: &[f32] = bytemuck::cast_slice(qty);
         segmented::sum_by_segment_words(n, scratch, qty, offsets, &mut sums).map_err(|e| e.to_string())?;
-        for (k, v) in sums.iter().enumerate() {
-            let bits = v.to_bits();
-            sums_w[2 * k] = bits as u32;
-            sums_w[2 * k + 1] = (bits >> 32) as u32;
-        }
+        put_sums(&sums, sums_w);
         Ok(())
     }
 }
@@ -485,27 +508,15 @@ impl Job for BlackScholesSelected {
         "black_scholes_selected"
     }
     fn run_host(&self, n: usize, input: &[u32], output: &mut [u32]) -> Result<(), String> {
-        let (iw, ow) = (self.in_words(n), self.out_words());
-        let shape = |what, expected, got| KernelError::Shape { what, expected, got }.to_string();
-        if input.len() < iw {
-            return Err(shape("input words (black_scholes_selected)", iw, input.len()));
-        }
-        if output.len() < ow {
-            return Err(shape("output words (black_scholes_selected)", ow, output.len()));
-        }
-        let (bs_in, rest) = input.split_at(n * black_scholes::IN_WORDS);
-        let (qty, rest) = rest.split_at(n);
-        let (offsets, rest) = rest.split_at(self.segments + 1);
+        let names = ["input words (black_scholes_selected)", "output words (black_scholes_selected)"];
+        check_words(names, self.in_words(n), self.out_words(), input, output)?;
+        let (bs_in, qty, offsets, rest) =
+            BlackScholesBySegment { segments: self.segments }.split_input(n, input);
         let sel = &rest[..self.selected];
         let mut sums = vec![0f64; AGG_WORDS * self.selected];
-        let qty: &[f32] = bytemuck::cast_slice(qty);
         segmented::price_and_sum_selected_words(n, bs_in, qty, offsets, sel, &mut sums)
             .map_err(|e| e.to_string())?;
-        for (k, v) in sums.iter().enumerate() {
-            let bits = v.to_bits();
-            output[2 * k] = bits as u32;
-            output[2 * k + 1] = (bits >> 32) as u32;
-        }
+        put_sums(&sums, output);
         Ok(())
     }
 }

@@ -257,7 +257,7 @@ pub fn launch_black_scholes_selected(
     };
     let (n_arg, seg_arg, sel_arg) =
         (u32_arg(n, "contracts")?, u32_arg(segments, "segments")?, u32_arg(selected, "selected segments")?);
-    let f = ctx.backend.function(&BLACK_SCHOLES, FN_BLACK_SCHOLES_SEGMENT_SUMS)?;
+    let f = ctx.backend.function(&SEGMENTED, FN_BLACK_SCHOLES_SEGMENT_SUMS)?;
     let col = |c: usize| ctx.input.slice(c * n..(c + 1) * n);
     let (spot, strike, t, rate, vol, kind, qty) = (col(0), col(1), col(2), col(3), col(4), col(5), col(6));
     let at = n * (IN_WORDS + 1);

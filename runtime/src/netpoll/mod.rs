@@ -255,12 +255,13 @@ impl Shared {
     }
 
     /// Step 1 of the module doc, from `findRunnable` every 61 ticks: a non-blocking poll when
-    /// tasks wait on descriptors and no M is blocked in `netpoll`. Returns true if it woke any
-    /// task. The caller is an M holding a P.
-    pub(crate) fn netpoll_nonblocking(&self) -> bool {
+    /// tasks wait on descriptors and no M is blocked in `netpoll`; the woken tasks are queued
+    /// on the caller's P. The caller is an M holding a P.
+    pub(crate) fn netpoll_nonblocking(&self) {
+        debug_assert!(self.current_pid().is_some(), "netpoll_nonblocking off an M holding a P");
         let last = self.net.lastpoll.load(SeqCst);
         if !self.netpoll_any_waiters() || last == 0 {
-            return false;
+            return;
         }
         let ws = self.netpoll(Some(Duration::ZERO));
         // A poll, so sysmon's "no M has polled for 10 ms" stays false while Ms poll this way
@@ -268,11 +269,9 @@ impl Shared {
         // 10 ms and, finding events, stays at its 20 µs period). A failed exchange means an M
         // blocked in netpoll meanwhile (0) or another poll stored a time: both fine.
         let _ = self.net.lastpoll.compare_exchange(last, self.now_nanos().max(1), SeqCst, SeqCst);
-        if ws.is_empty() {
-            return false;
+        if !ws.is_empty() {
+            self.netpoll_ready_here(ws);
         }
-        self.netpoll_ready_here(ws);
-        true
     }
 
     /// Queues the tasks a poll woke on the calling M's P, in order, at the tail of its queue
