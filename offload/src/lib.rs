@@ -42,6 +42,7 @@ pub mod batcher;
 pub mod calibrate;
 pub mod cuda;
 pub mod device;
+mod devices;
 pub mod error;
 pub mod host;
 pub mod job;
@@ -52,7 +53,7 @@ pub mod sim;
 pub mod timeline;
 
 pub use backend::{Available, Backend, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
-pub use batcher::{Batcher, BatcherConfig, Occupancy, Placement, Submit};
+pub use batcher::{Batcher, BatcherConfig, DeviceShare, Occupancy, Placement, PricedDevice, Submit};
 pub use cuda::{loaded_libraries, CudaJob, FirstUse, LaunchCosts, LoadedLib, SyncMode};
 pub use device::{Device, DeviceKind, PROFILE_ENV};
 pub use error::OffloadError;

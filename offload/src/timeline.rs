@@ -323,7 +323,13 @@ pub struct BatchTimeline {
     pub bytes_d2h: u64,
     /// Which kind of device ran it.
     pub device: DeviceKind,
-    /// Which slot (stream) of the Batcher ran it (0 .. `in_flight`).
+    /// Which of the Batcher's devices ran it: 0 for [`Batcher::new`], its index in the
+    /// slice given to [`Batcher::spread`] otherwise.
+    ///
+    /// [`Batcher::new`]: crate::Batcher::new
+    /// [`Batcher::spread`]: crate::Batcher::spread
+    pub device_index: usize,
+    /// Which slot (stream) of the Batcher ran it (0 .. `in_flight` × devices).
     pub slot: usize,
     /// Whether the batch reached the device (its run was attempted: one launch).
     pub launched: bool,

@@ -185,7 +185,40 @@ impl<K: BatchKernel> Batcher<K> {
     /// assert_eq!(b.report().device, sim.describe());
     /// ```
     pub fn device(&self) -> &Device {
-        &self.shared().device
+        &self.shared().devices[0]
+    }
+
+    /// Every device it runs on: the one of [`Batcher::new`], or those given to
+    /// [`Batcher::spread`] in their order.
+    ///
+    /// ```
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+    ///
+    /// let b = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+    /// assert_eq!(b.devices().len(), 1);
+    /// assert_eq!(b.devices()[0].kind_name(), "host");
+    /// ```
+    pub fn devices(&self) -> &[Device] {
+        &self.shared().devices
+    }
+
+    /// What each device ran, in [`Batcher::devices`] order: batches, items and device time.
+    /// Once every submit has resolved, the items add up to `stats().items`.
+    ///
+    /// ```
+    /// use gmprt_offload::runtime::Runtime;
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+    ///
+    /// let rt = Runtime::builder().procs(2).build().unwrap();
+    /// let b = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), BatcherConfig::default()).unwrap();
+    /// rt.block_on(b.submit_many(vec![(1.0, 1.0); 100])).unwrap();
+    /// let shares = b.shares();
+    /// assert_eq!((shares.len(), shares[0].items), (1, 100));
+    /// assert_eq!(shares[0].batches, b.stats().batches);
+    /// ```
+    pub fn shares(&self) -> Vec<DeviceShare> {
+        let s = self.shared();
+        s.shares.iter().zip(s.devices.iter()).map(|(c, d)| c.share(d)).collect()
     }
 
     /// The configuration as it was given to [`Batcher::new`] (a `runtime: None` stays `None`
@@ -333,7 +366,8 @@ impl<K: BatchKernel> Batcher<K> {
     /// ```
     pub fn report(&self) -> Report {
         let s = self.shared();
-        let mut r = s.log.lock().report(s.kernel.name(), s.device.describe());
+        let names: Vec<String> = s.devices.iter().map(Device::describe).collect();
+        let mut r = s.log.lock().report(s.kernel.name(), names.join(" + "));
         r.stats = s.with_rejections(r.stats);
         (r.latency, r.queue_wait, r.batch_time) = s.item_latency().summaries();
         r

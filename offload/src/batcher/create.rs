@@ -16,6 +16,10 @@ fn item_queue<I>(max_batch: usize) -> Result<Vec<I>, OffloadError> {
     Ok(v)
 }
 
+/// A device of the Batcher being built: the device, the backend its slots come from, and its
+/// model (several devices only).
+pub(super) type Member<'a> = (&'a Device, &'a dyn crate::Backend, Option<Arc<crate::model::CostModel>>);
+
 impl<K: BatchKernel> Batcher<K> {
     /// A Batcher of `kernel` on `device`: checks `config`, creates `in_flight` slots with room
     /// for `max_batch` items each, and starts one worker thread per slot.
@@ -46,6 +50,56 @@ impl<K: BatchKernel> Batcher<K> {
         Self::with_backend(kernel, device, device.backend(), config)
     }
 
+    /// One Batcher over several devices: `in_flight` kits (slots and workers) on each of
+    /// `devices`, and each batch closes into the device its model predicts finishes it first,
+    /// counting the work each already has (the `spread` module's list scheduling: idle devices
+    /// give the fastest; under load each gets batches in proportion to its speed). Everything
+    /// else — admission, placement on the CPU, scatter, shutdown draining every device — is
+    /// [`Batcher::new`]'s. One device is [`Batcher::new`] on it (its model then serves
+    /// [`Placement::Auto`] when `config.model` is `None`).
+    ///
+    /// `Err(Config)` for no devices, more than [`IN_FLIGHT_LIMIT`] kits in all, a model that
+    /// cannot price `kernel`, and everything [`Batcher::new`] refuses, naming the device.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gmprt_offload::model::DeviceProfile;
+    /// use gmprt_offload::runtime::Runtime;
+    /// use gmprt_offload::{Batcher, BatcherConfig, PricedDevice, Saxpy};
+    ///
+    /// let rt = Runtime::builder().procs(2).build().unwrap();
+    /// let devices = [
+    ///     PricedDevice::simulated(DeviceProfile::published_h200()),
+    ///     PricedDevice::simulated(DeviceProfile::published_h100()),
+    /// ];
+    /// let b = Batcher::spread(Saxpy { a: 2.0 }, &devices, BatcherConfig::default()).unwrap();
+    /// let ys = rt.block_on(b.submit_many(vec![(1.0, 1.0); 5000])).unwrap();
+    /// assert!(ys.iter().all(|&y| y == 3.0));
+    /// let shares = b.shares();
+    /// assert_eq!(shares.iter().map(|s| s.items).sum::<u64>(), 5000);
+    /// assert!(Batcher::spread(Saxpy { a: 2.0 }, &[], BatcherConfig::default()).is_err());
+    /// ```
+    pub fn spread(
+        kernel: K,
+        devices: &[PricedDevice],
+        config: BatcherConfig,
+    ) -> Result<Batcher<K>, OffloadError> {
+        match devices {
+            [] => Err(OffloadError::Config("Batcher::spread needs at least one device".into())),
+            [one] => {
+                let config =
+                    BatcherConfig { model: config.model.or_else(|| Some(one.model.clone())), ..config };
+                Self::new(kernel, &one.device, config)
+            }
+            many => {
+                let members: Vec<Member<'_>> =
+                    many.iter().map(|m| (&m.device, m.device.backend(), Some(m.model.clone()))).collect();
+                Self::build(kernel, &members, config)
+            }
+        }
+    }
+
     /// As [`Batcher::new`], with the slots (and the memory check) from `backend` instead of
     /// `device`'s own; `device` still names the device in reports and timelines. For tests
     /// that watch what the Batcher does with its slots.
@@ -55,7 +109,28 @@ impl<K: BatchKernel> Batcher<K> {
         backend: &dyn crate::Backend,
         config: BatcherConfig,
     ) -> Result<Batcher<K>, OffloadError> {
-        config.validate()?;
+        Self::build(kernel, &[(device, backend, None)], config)
+    }
+
+    /// The one constructor body: `in_flight` kits on each member (device, the backend its slots
+    /// come from, and its model when there are several).
+    fn build(kernel: K, members: &[Member<'_>], config: BatcherConfig) -> Result<Batcher<K>, OffloadError> {
+        debug_assert!(!members.is_empty());
+        // Several devices: `Placement::Auto` prices with each kit's own model, so the first
+        // device's stands in for `config.model` in the check that Auto has one.
+        let mut checked = config.clone();
+        if members.len() > 1 && checked.model.is_none() {
+            checked.model = members[0].2.clone();
+        }
+        checked.validate()?;
+        let kit_count = config.in_flight * members.len();
+        if kit_count > IN_FLIGHT_LIMIT {
+            return Err(OffloadError::Config(format!(
+                "in_flight {} on each of {} devices is {kit_count} slots; at most {IN_FLIGHT_LIMIT} in all",
+                config.in_flight,
+                members.len()
+            )));
+        }
         let (iw, ow) = (kernel.in_words(), kernel.out_words());
         if iw == 0 || ow == 0 {
             return Err(OffloadError::Config(format!(
@@ -66,6 +141,10 @@ impl<K: BatchKernel> Batcher<K> {
         if let (Placement::Auto, Some(model)) = (config.placement, &config.model) {
             placement::check_model(model, kernel.name())?;
         }
+        let spread = match members.len() {
+            1 => None,
+            _ => Some(spread::Spread::new(members, kernel.name())?),
+        };
         let slot_words = |per: usize, what: &str| {
             match config.max_batch.checked_mul(per) {
             Some(w) if w <= SLOT_WORDS_LIMIT => Ok(w),
@@ -87,40 +166,57 @@ impl<K: BatchKernel> Batcher<K> {
             .or_else(|| gmprt_runtime::Handle::try_current().map(|h| h.procs()))
             .unwrap_or_else(crate::pool::host_threads);
         let lanes = procs + 1;
-        // Memory, all of it, before any of it is allocated (see "Memory" in the module docs).
-        let need = MemoryNeed {
-            slots: config.in_flight,
-            items: config.max_batch,
-            in_words: iw,
-            out_words: ow,
-            queues: config.in_flight + lanes,
-            item_bytes: std::mem::size_of::<K::Item>() + std::mem::size_of::<Entry<K::Output>>(),
+        // Memory, all of it, before any of it is allocated (see "Memory" in the module docs):
+        // each device's slots against the memory they live in; the lanes' queues counted with
+        // the first device.
+        let who = |device: &Device| {
+            format!(
+                "Batcher of {} (max_batch {}, in_flight {}) on {}",
+                kernel.name(),
+                config.max_batch,
+                config.in_flight,
+                device.describe()
+            )
         };
-        let who = format!(
-            "Batcher of {} (max_batch {}, in_flight {}) on {}",
-            kernel.name(),
-            config.max_batch,
-            config.in_flight,
-            device.describe()
-        );
-        let context = |e: OffloadError| match e {
-            OffloadError::Config(m) => OffloadError::Config(format!("{who}: {m}")),
+        let context = |device: &Device, e: OffloadError| match e {
+            OffloadError::Config(m) => OffloadError::Config(format!("{}: {m}", who(device))),
             e => e,
         };
-        backend.check_memory(&need).map_err(context)?;
-        let mut spares = Vec::with_capacity(config.in_flight);
-        for _ in 0..config.in_flight {
-            spares.push(item_queue(config.max_batch).map_err(context)?);
+        for (d, (device, backend, _)) in members.iter().enumerate() {
+            let need = MemoryNeed {
+                slots: config.in_flight,
+                items: config.max_batch,
+                in_words: iw,
+                out_words: ow,
+                queues: config.in_flight + if d == 0 { lanes } else { 0 },
+                item_bytes: std::mem::size_of::<K::Item>() + std::mem::size_of::<Entry<K::Output>>(),
+            };
+            backend.check_memory(&need).map_err(|e| context(device, e))?;
         }
-        let mut slots = Vec::with_capacity(config.in_flight);
-        for index in 0..config.in_flight {
-            let slot = backend.new_slot(in_words, out_words).map_err(|e| match e {
-                OffloadError::Config(m) => {
-                    OffloadError::Config(format!("{who}: slot {index} of {}: {m}", config.in_flight))
-                }
-                e => e,
-            })?;
-            slots.push(slot);
+        let mut kits = Vec::with_capacity(kit_count);
+        for (d, (device, backend, model)) in members.iter().enumerate() {
+            for i in 0..config.in_flight {
+                let spare = item_queue(config.max_batch).map_err(|e| context(device, e))?;
+                let slot = backend.new_slot(in_words, out_words).map_err(|e| match e {
+                    OffloadError::Config(m) => OffloadError::Config(format!(
+                        "{}: slot {i} of {}: {m}",
+                        who(device),
+                        config.in_flight
+                    )),
+                    e => e,
+                })?;
+                kits.push(worker::Kit {
+                    index: kits.len(),
+                    device: d,
+                    model: model.clone(),
+                    slot,
+                    spare,
+                    cpu: Default::default(),
+                    inline_trace: None,
+                    price: None,
+                    late: None,
+                });
+            }
         }
         let cpu_rt = config.runtime.clone().or_else(gmprt_runtime::Handle::try_current);
         let trace = gmprt_runtime::trace::current().or_else(|| cpu_rt.as_ref()?.trace_recorder());
@@ -129,7 +225,7 @@ impl<K: BatchKernel> Batcher<K> {
             stage: stage::Stage::new(lanes, config.max_batch),
             cpu_rt,
             kernel,
-            device: device.clone(),
+            devices: members.iter().map(|(d, _, _)| (*d).clone()).collect(),
             config: config.clone(),
             created: Instant::now(),
             central: Mutex::new(Central {
@@ -140,6 +236,7 @@ impl<K: BatchKernel> Batcher<K> {
                 flow: None,
                 closer: closer::Closer::default(),
                 kits_retired: false,
+                spread,
             }),
             work: Condvar::new(),
             next_batch: AtomicU64::new(0),
@@ -148,31 +245,22 @@ impl<K: BatchKernel> Batcher<K> {
             rejected_invalid: AtomicU64::new(0),
             rejected_closed: AtomicU64::new(0),
             log: Mutex::new(TimelineLog::default()),
-            item_latency: (0..config.in_flight).map(|_| Mutex::default()).collect(),
-            workers: Mutex::new(Vec::with_capacity(config.in_flight)),
+            item_latency: (0..kit_count).map(|_| Mutex::default()).collect(),
+            workers: Mutex::new(Vec::with_capacity(kit_count)),
             trace,
             quiet: std::sync::atomic::AtomicBool::new(false),
             quiescence: Mutex::new(None),
-            slots_run_on_caller: backend.runs_on_caller(),
-            kits: Mutex::new(
-                slots
-                    .into_iter()
-                    .zip(spares)
-                    .enumerate()
-                    .map(|(index, (slot, spare))| worker::Kit {
-                        index,
-                        slot,
-                        spare,
-                        cpu: Default::default(),
-                        inline_trace: None,
-                    })
-                    .collect(),
-            ),
+            // Inline runs on a quiescent M need the one device's slots to compute on the
+            // caller (the Host device); with several devices the spread chooses, on a worker.
+            slots_run_on_caller: members.len() == 1 && members[0].1.runs_on_caller(),
+            kits: Mutex::new(kits),
+            kit_count,
+            shares: members.iter().map(|_| Default::default()).collect(),
             quiescence_tried: std::sync::atomic::AtomicBool::new(false),
         });
         shared.register_quiescent();
         let owner = Arc::new(Owner { shared: shared.clone() });
-        for index in 0..config.in_flight {
+        for index in 0..kit_count {
             let s = shared.clone();
             let spawned = std::thread::Builder::new()
                 .name(trace::worker_name(index, s.kernel.name()))

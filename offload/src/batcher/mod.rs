@@ -43,7 +43,7 @@
 //!   when there is no room — `central`, each for a bounded, short critical section (no
 //!   waiting, no I/O inside), and otherwise return `Pending` with their waker registered. So a
 //!   runtime with `procs = 1` cannot deadlock on a Batcher: its only M is never held by one.
-//! * **Slot workers**: `in_flight` plain OS threads (not runtime threads). `in_flight`
+//! * **Slot workers**: `in_flight` plain OS threads per device (not runtime threads). `in_flight`
 //!   *kits* — one [`Slot`] each (a stream plus staging and device buffers sized for
 //!   `max_batch` items, created once in [`Batcher::new`]) with the buffers that go with it —
 //!   wait in a pool; a batch closes only together with a free kit (the `worker` module), so at
@@ -109,6 +109,16 @@
 //! to popped waiters is reserved on the word before the bit clears. A woken waiter holds a
 //! reservation, so it always finds room; a waiter that is dropped gives its reservation to
 //! the next waiter.
+//!
+//! # Several devices
+//!
+//! [`Batcher::spread`] builds one Batcher over several devices, each with the cost model of its
+//! own profile ([`PricedDevice`]): `in_flight` kits per device, all in the one free list, and
+//! each close takes a kit of the device predicted to finish the batch first, counting the work
+//! each already has (the `spread` module). Everything else here — admission, the one run per
+//! batch, scatter, backpressure (now `in_flight` batches per device), shutdown retiring every
+//! device's kits — is the same protocol; inline runs on a quiescent M are for one Host device
+//! only. [`Batcher::shares`] says what each device ran.
 //!
 //! # Tracing
 //!
@@ -213,6 +223,7 @@ mod many;
 mod placement;
 mod quiesce;
 mod run;
+mod spread;
 mod stage;
 mod submit;
 #[cfg(test)]
@@ -227,6 +238,7 @@ pub use config::{
 pub use many::SubmitMany;
 use parking_lot::{Condvar, Mutex};
 pub use placement::Placement;
+pub use spread::{DeviceShare, PricedDevice};
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -292,7 +304,9 @@ struct Shared<K: BatchKernel> {
     /// This `Shared`'s own `Arc`, weakly (`Arc::new_cyclic`): for the closer task it starts.
     me: std::sync::Weak<Shared<K>>,
     kernel: K,
-    device: Device,
+    /// The devices its kits run on: one for [`Batcher::new`], several for
+    /// [`Batcher::spread`] (each kit knows its device's index here).
+    devices: Box<[Device]>,
     config: BatcherConfig,
     created: Instant,
     /// The lanes and the admission word: steps 1-2 without a shared lock (`stage` module).
@@ -333,6 +347,11 @@ struct Shared<K: BatchKernel> {
     /// The free kits (slot + buffers; the `worker` module): a leaf lock, taken only under
     /// `central`.
     kits: Mutex<Vec<worker::Kit<K>>>,
+    /// Per device, what it ran (`Batcher::shares`).
+    shares: Box<[spread::ShareCounters]>,
+    /// How many kits there are: `in_flight` per device (shutdown retires them once all are
+    /// home).
+    kit_count: usize,
     /// The hook's registration (the `quiesce` module), dropped at shutdown.
     quiescence: Mutex<Option<gmprt_runtime::QuiescentRegistration>>,
     /// A registration was made or refused: the submit path's one load (`Relaxed`: a flag
@@ -357,6 +376,8 @@ struct Central {
     closer: closer::Closer,
     /// Shutdown: a worker found every kit home and dropped them (the `worker` module).
     kits_retired: bool,
+    /// Which device each batch closes into, when there are several (the `spread` module).
+    spread: Option<spread::Spread>,
 }
 
 /// Why `enter` did not accept.

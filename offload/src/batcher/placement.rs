@@ -92,7 +92,7 @@ pub(super) fn check_model(model: &CostModel, kernel: &str) -> Result<(), Offload
 /// of one N×N×N product with the batch's flops, `∛(n · per^{3/2})` with `per = out_words`
 /// (each item's C has `per = m²` elements and costs `2m³` flops, as the simulated device
 /// paces it). Passing `n` itself priced 1,000 8×8 products as one 1000³ SGEMM.
-fn model_size(model: &CostModel, kernel: &str, n: usize, out_words: usize) -> f64 {
+pub(super) fn model_size(model: &CostModel, kernel: &str, n: usize, out_words: usize) -> f64 {
     match model.profile.job_kernel(kernel).map(|k| k.size) {
         Some(Size::MatrixN) => (n as f64 * (out_words as f64).powf(1.5)).cbrt(),
         _ => n as f64,

@@ -3,10 +3,12 @@
 //! scatter of results to the waiting futures with the batch's timeline.
 use super::placement;
 use super::trace::Marks;
+use super::worker::Kit;
 use super::{BatchKernel, Out, Placement, Results, Shared, Taken};
 use crate::backend::{Phases, Slot};
 use crate::device::panic_message;
 use crate::error::OffloadError;
+use crate::model::CostModel;
 use crate::timeline::{BatchTimeline, PlacementDecision, Side};
 use parking_lot::Mutex;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -34,16 +36,21 @@ impl<K: BatchKernel> Shared<K> {
     /// wakers to `wake`; leaves `items` empty. Returns what the trace needs when tracing.
     pub(super) fn run(
         &self,
-        slot_index: usize,
-        slot: &mut dyn Slot,
-        items: &mut Vec<K::Item>,
-        cpu: &mut CpuBuffers,
+        kit: &mut Kit<K>,
         taken: Taken<K::Output>,
         wake: &mut Vec<Waker>,
     ) -> Option<Marks> {
-        let n = items.len();
-        let executed = self.execute(slot, items, cpu, &taken);
-        self.scatter(slot_index, slot, cpu, n, taken, executed, wake)
+        let n = kit.spare.len();
+        let model = kit.model.as_deref().or(self.config.model.as_deref());
+        let executed = self.execute(&mut *kit.slot, &mut kit.spare, &mut kit.cpu, model, &taken);
+        // The spread's feedback (its module doc): how much longer than priced the device took.
+        kit.late = match (kit.price.take(), &executed.result) {
+            (Some(price), Ok(t)) if executed.side == Side::Gpu => {
+                Some((t.h2d + t.kernel + t.d2h).saturating_sub(price.latency))
+            }
+            _ => None,
+        };
+        self.scatter(kit.index, kit.device, &mut *kit.slot, &kit.cpu, n, taken, executed, wake)
     }
 
     /// The execute step: where the batch runs, staging and the run, every panic contained.
@@ -52,6 +59,7 @@ impl<K: BatchKernel> Shared<K> {
         slot: &mut dyn Slot,
         items: &mut Vec<K::Item>,
         cpu: &mut CpuBuffers,
+        model: Option<&CostModel>,
         taken: &Taken<K::Output>,
     ) -> Executed<K::Output> {
         let kernel = &self.kernel;
@@ -73,7 +81,7 @@ impl<K: BatchKernel> Shared<K> {
         // (`cpu`), and only one for the device into the slot. A CPU-placed batch never touches
         // the slot: on CUDA its input staging is write-combined memory, which the host must
         // only write (a host read of it is uncached, 10-50x slower than ordinary memory).
-        let (chose, predicted) = match self.place(n) {
+        let (chose, predicted) = match self.place(n, model) {
             Ok(p) => p,
             Err(msg) => {
                 let _ = catch_unwind(AssertUnwindSafe(|| items.clear()));
@@ -148,6 +156,7 @@ impl<K: BatchKernel> Shared<K> {
     fn scatter(
         &self,
         slot_index: usize,
+        device_index: usize,
         slot: &mut dyn Slot,
         cpu: &CpuBuffers,
         n: usize,
@@ -220,6 +229,8 @@ impl<K: BatchKernel> Shared<K> {
             d.measured = times.h2d + times.kernel + times.d2h;
         }
         let on_device = ex.side == Side::Gpu && ok;
+        self.shares[device_index]
+            .add(n, if on_device { times.h2d + times.kernel + times.d2h } else { Duration::ZERO });
         self.log.lock().record(BatchTimeline {
             batch: seq,
             n,
@@ -233,7 +244,8 @@ impl<K: BatchKernel> Shared<K> {
             scatter,
             bytes_h2d: if on_device { (in_words * 4) as u64 } else { 0 },
             bytes_d2h: if on_device { (out_words * 4) as u64 } else { 0 },
-            device: self.device.kind(),
+            device: self.devices[device_index].kind(),
+            device_index,
             slot: slot_index,
             launched: ex.launched,
             ok,
@@ -269,10 +281,15 @@ impl<K: BatchKernel> Shared<K> {
 }
 
 impl<K: BatchKernel> Shared<K> {
-    /// Where a batch of `n` runs, with the model's (GPU, CPU) predictions under `Auto`.
+    /// Where a batch of `n` runs, with `model`'s (GPU, CPU) predictions under `Auto` (the
+    /// kit's device's model when the Batcher spreads, else `config.model`).
     /// `Err` (failing the batch) if the model cannot price it or panics.
-    fn place(&self, n: usize) -> Result<(Side, Option<(Duration, Duration)>), String> {
-        match (self.config.placement, &self.config.model) {
+    fn place(
+        &self,
+        n: usize,
+        model: Option<&CostModel>,
+    ) -> Result<(Side, Option<(Duration, Duration)>), String> {
+        match (self.config.placement, model) {
             (Placement::Cpu, _) => Ok((Side::Cpu, None)),
             (Placement::Gpu, _) => Ok((Side::Gpu, None)),
             (Placement::Auto, None) => Err("placement Auto without a cost model".into()),

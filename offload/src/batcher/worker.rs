@@ -45,6 +45,11 @@ thread_local! {
 pub(super) struct Kit<K: BatchKernel> {
     /// The slot's index (its timelines' `slot`, its latency histogram).
     pub(super) index: usize,
+    /// Its device's index in `Shared::devices`.
+    pub(super) device: usize,
+    /// Its device's model when the Batcher spreads over several (`Placement::Auto` prices
+    /// with it); `None`: `config.model`.
+    pub(super) model: Option<std::sync::Arc<crate::model::CostModel>>,
     pub(super) slot: Box<dyn Slot>,
     /// The empty item `Vec` (capacity `max_batch`) the lanes' items are moved into.
     pub(super) spare: Vec<K::Item>,
@@ -52,6 +57,11 @@ pub(super) struct Kit<K: BatchKernel> {
     pub(super) cpu: run::CpuBuffers,
     /// Its trace lanes for inline runs (tracing only; made at the first one).
     pub(super) inline_trace: Option<trace::SlotTrace>,
+    /// The batch's price on this device when the spread chose it (set at the close).
+    pub(super) price: Option<super::spread::Price>,
+    /// How much longer than `price` the batch ran on the device (set by the run, taken back
+    /// to the spread when the kit comes home).
+    pub(super) late: Option<std::time::Duration>,
 }
 
 impl<K: BatchKernel> Shared<K> {
@@ -114,8 +124,11 @@ impl<K: BatchKernel> Shared<K> {
     /// it: at shutdown (they retire the kits once all are home), and after an inline run
     /// while items are open (a worker may hold a batch ready to close). A worker's own return
     /// needs no notify otherwise: it takes again right away.
-    fn give_back(&self, kit: Kit<K>, inline: bool) {
-        let _c = self.central.lock();
+    fn give_back(&self, mut kit: Kit<K>, inline: bool) {
+        let mut c = self.central.lock();
+        if let (Some(spread), Some(late)) = (c.spread.as_mut(), kit.late.take()) {
+            spread.ran_late(kit.device, late);
+        }
         self.kits.lock().push(kit);
         let w = self.stage.word();
         if w.closed() || (inline && w.open() > 0) {
@@ -133,7 +146,7 @@ impl<K: BatchKernel> Shared<K> {
         lanes: Option<&mut trace::SlotTrace>,
     ) {
         self.busy.fetch_add(1, Ordering::Relaxed);
-        let marks = self.run(kit.index, &mut *kit.slot, &mut kit.spare, &mut kit.cpu, taken, wake);
+        let marks = self.run(kit, taken, wake);
         self.busy.fetch_sub(1, Ordering::Relaxed);
         // Every item's task at once: one global-queue round, as many Ps started as needed.
         gmprt_runtime::injectglist(wake.drain(..));
@@ -157,7 +170,7 @@ impl<K: BatchKernel> Shared<K> {
     /// open batch with a free kit and runs it right here — no worker thread, no hand-off —
     /// or, with no kit free, sets `quiet` for the next worker. Returns whether a batch ran.
     pub(super) fn close_inline(&self) -> bool {
-        debug_assert!(self.runs_inline());
+        debug_assert!(self.runs_inline() && self.devices.len() == 1, "inline runs: one Host device");
         let mut wake: Vec<Waker> = Vec::new();
         let (taken, mut kit) = {
             let c = self.central.lock();
@@ -231,7 +244,7 @@ impl<K: BatchKernel> Shared<K> {
                     let mut kits = self.kits.lock();
                     let retired = if c.kits_retired {
                         Vec::new()
-                    } else if kits.len() < self.config.in_flight {
+                    } else if kits.len() < self.kit_count {
                         drop(kits);
                         self.work.wait(&mut c);
                         continue;
@@ -300,13 +313,31 @@ impl<K: BatchKernel> Shared<K> {
                     }
                 }
             };
-            let Some(kit) = self.kits.lock().pop() else {
-                // Every kit runs a batch (one inline): its return notifies.
+            let Some(kit) = self.free_kit(&mut c, w.open(), now) else {
+                // Every kit (of the device chosen) runs a batch: its worker takes again as
+                // soon as it is home, and an inline run's return notifies.
                 self.work.wait(&mut c);
                 continue;
             };
             return Some(self.close(c, kit, opened, now, reason, wake));
         }
+    }
+
+    /// Under `central`: a free kit for the batch of `open` items about to close at `now` —
+    /// any, with one device; with several, one of the device the spread chooses (the `spread`
+    /// module), its price recorded in the kit — or `None` when there is none (wait).
+    fn free_kit(&self, c: &mut Central, open: usize, now: Instant) -> Option<Kit<K>> {
+        let mut kits = self.kits.lock();
+        let Some(spread) = c.spread.as_mut() else {
+            return kits.pop();
+        };
+        let at = now.saturating_duration_since(self.created);
+        let n = open.min(self.config.max_batch);
+        let d = spread.choose(self.kernel.name(), n, self.kernel.out_words(), self.config.in_flight, at);
+        let i = kits.iter().position(|k| k.device == d)?;
+        let mut kit = kits.swap_remove(i);
+        kit.price = Some(spread.commit(d, at));
+        Some(kit)
     }
 
     /// Takes the open batch into `kit` (step 2's common part, under `central`, which it
