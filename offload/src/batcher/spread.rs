@@ -13,23 +13,29 @@
 //!
 //! * `start[d] = max(ready[d], now)` — a device with nothing queued starts now;
 //! * `finish[d] = start[d] + latency[d](n)` — one batch's H2D + launch + kernel + D2H;
-//! * it chooses `argmin finish` (ties to the lower index, the order the caller listed them);
-//! * only when it takes a free kit of that device does it commit
-//!   `ready[d] = start[d] + per_batch[d](n)`, where `per_batch` is the pipeline's steady-state
-//!   time per batch with `in_flight` slots ([`CostModel::predict_pipeline`]): what the batch
-//!   costs the device's engines once copies overlap kernels.
-//! * With no kit of the chosen device free, the worker waits (the batch stays open and may
-//!   grow) and decides again when woken: a kit returns only on a worker's thread, and that
-//!   worker takes again at once, so the batch is never stranded (see the `worker` module).
+//! * it chooses `argmin finish` (ties to the lower index, the order the caller listed them):
+//!   * **a lone batch** (not full, no submit waiting for room: nothing queued behind it) over
+//!     every device. If the winner has no free kit, the worker waits for one (the batch stays
+//!     open and may grow) and decides again when woken: a kit returns only on a worker's
+//!     thread, and that worker takes again at once, so the batch is never stranded;
+//!   * **under load** (the batch is full, or submits wait for room) over the devices with a
+//!     free kit. Waiting for a faster device's kit would leave a free device idle while the
+//!     queue behind grows: the choice is greedy per batch, and a device's backlog is capped
+//!     at its `in_flight` kits, so a device more than twice as slow would never be chosen and
+//!     the stream would run at the fast device's rate alone.
+//! * Only when it takes the kit does it commit `ready[d] = start[d] + per_batch[d](n)`, where
+//!   `per_batch` is the pipeline's steady-state time per batch with `in_flight` slots
+//!   ([`CostModel::predict_pipeline`]): what the batch costs the device's engines once copies
+//!   overlap kernels.
 //! * A batch that ran longer than predicted moves `ready[d]` on by the difference (never
 //!   back: a device that ran early simply starts its next batch at `now`), so a device slower
 //!   than its model is given less, not a growing queue.
 //!
-//! What this gives: with every device idle, each batch goes to the device that runs it
-//! soonest (latency); once the devices have work queued, to each in proportion to its speed
-//! (throughput) — two devices, one twice as fast, get 2/3 and 1/3 of the batches. No device is
-//! ever chosen that cannot finish the batch sooner than another could, so a slow device is
-//! left idle when waiting for a fast one is quicker.
+//! What this gives: with the devices idle, each batch goes to the device that runs it soonest
+//! (latency); under load, every device with a free kit works, and with kits to spare the
+//! batches go in proportion to the devices' predicted speeds — two devices, one twice as
+//! fast, get 2/3 and 1/3 of them (the list schedule; StarPU's `dmda`, HEFT); with kits the
+//! limit, in proportion to how fast each returns its kits, which is its real speed.
 //!
 //! Why no item is lost or run twice: the choice only says *which* free kit a close takes;
 //! closing, running and scattering are the Batcher's one protocol (parent module), the same
@@ -160,17 +166,19 @@ impl Spread {
     }
 
     /// Under `central`, at `now` (time since creation): the device a batch of `n` items of
-    /// `kernel` (`out_words` output words each) should close into, per the module doc.
-    /// Prices every device; a model that fails to price (it was checked at `new`) makes that
-    /// device a last resort rather than failing the batch.
+    /// `kernel` (`out_words` output words each) should close into, per the module doc, or
+    /// `None` to wait for a kit of a busy device that finishes it sooner. `free[d]`: device `d`
+    /// has a free kit; `saturated`: more work waits behind this batch (module doc, "Under
+    /// load"). A model that fails to price (each was checked at `new`) makes its device a last
+    /// resort rather than failing the batch.
     pub(super) fn choose(
         &mut self,
         kernel: &str,
-        n: usize,
-        out_words: usize,
-        in_flight: usize,
+        (n, out_words, in_flight): (usize, usize, usize),
         now: Duration,
-    ) -> usize {
+        free: &[bool],
+        saturated: bool,
+    ) -> Option<usize> {
         self.priced.clear();
         for model in self.models.iter() {
             self.priced.push(
@@ -178,7 +186,7 @@ impl Spread {
                     .unwrap_or(Price { latency: Duration::MAX, per_batch: Duration::MAX }),
             );
         }
-        earliest_finish(&self.ready, &self.priced, now)
+        decide(&self.ready, &self.priced, now, free, saturated)
     }
 
     /// Under `central`: the batch priced by the last [`Spread::choose`] closed into a kit of
@@ -209,12 +217,22 @@ fn price(
     Ok(Price { latency: secs(p.latency), per_batch: secs(p.per_batch) })
 }
 
-/// The list-scheduling rule (module doc): `argmin over d of max(ready[d], now) + latency[d]`,
-/// ties to the lower index. A pure function, so the split it gives is checked exactly.
-pub(super) fn earliest_finish(ready: &[Duration], priced: &[Price], now: Duration) -> usize {
-    debug_assert_eq!(ready.len(), priced.len());
+/// The rule (module doc), a pure function so the split it gives is checked exactly: the
+/// earliest finish `max(ready[d], now) + latency[d]`, ties to the lower index — over every
+/// device when the batch is all there is (`None` when that device has no free kit: wait for
+/// it), over the devices with a free kit when work is queued behind it (`None` only when none
+/// has one).
+pub(super) fn decide(
+    ready: &[Duration],
+    priced: &[Price],
+    now: Duration,
+    free: &[bool],
+    saturated: bool,
+) -> Option<usize> {
+    debug_assert!(ready.len() == priced.len() && free.len() == priced.len());
     let finish = |d: usize| ready[d].max(now).saturating_add(priced[d].latency);
-    (0..ready.len()).min_by_key(|&d| (finish(d), d)).unwrap_or(0)
+    let best = (0..ready.len()).filter(|&d| free[d] || !saturated).min_by_key(|&d| (finish(d), d))?;
+    free[best].then_some(best)
 }
 
 #[cfg(test)]
@@ -225,28 +243,47 @@ mod tests {
         Duration::from_millis(x)
     }
 
-    /// Under load (every batch closes at the same instant), a device twice as fast gets two
-    /// batches for each of the slow one's; with the devices idle, every batch goes to the fast.
+    const BOTH: [bool; 2] = [true, true];
+
+    /// The list schedule: batches closing with every device free, one device priced twice as
+    /// fast as the other, get two batches there for each one on the slow device; with the
+    /// devices idle, every batch goes to the fast one.
     #[test]
-    fn list_schedule_splits_by_speed_under_load_and_prefers_the_fast_device_when_idle() {
+    fn list_schedule_splits_by_speed_and_prefers_the_fast_device_when_idle() {
         let priced =
             [Price { latency: ms(10), per_batch: ms(10) }, Price { latency: ms(20), per_batch: ms(20) }];
         let mut ready = [Duration::ZERO; 2];
         let mut got = [0usize; 2];
         for _ in 0..300 {
-            let d = earliest_finish(&ready, &priced, Duration::ZERO);
-            ready[d] = ready[d].max(Duration::ZERO) + priced[d].per_batch;
+            let d = decide(&ready, &priced, Duration::ZERO, &BOTH, true).unwrap();
+            ready[d] += priced[d].per_batch;
             got[d] += 1;
         }
         assert_eq!(got, [200, 100]);
-        // Idle devices (their queues ended before `now`): the fast one, every time.
         let now = ms(10_000);
-        assert_eq!(earliest_finish(&ready, &priced, now), 0);
+        assert_eq!(decide(&ready, &priced, now, &BOTH, false), Some(0));
         // The fast device busy for 15 ms more: 25 ms there against 20 ms on the slow one.
-        assert_eq!(earliest_finish(&[now + ms(15), now], &priced, now), 1);
+        assert_eq!(decide(&[now + ms(15), now], &priced, now, &BOTH, false), Some(1));
         // Busy for 5 ms: waiting for it (15 ms) beats the idle slow device (20 ms).
-        assert_eq!(earliest_finish(&[now + ms(5), now], &priced, now), 0);
+        assert_eq!(decide(&[now + ms(5), now], &priced, now, &BOTH, false), Some(0));
         // Ties go to the lower index.
-        assert_eq!(earliest_finish(&[now + ms(10), now], &priced, now), 0);
+        assert_eq!(decide(&[now + ms(10), now], &priced, now, &BOTH, false), Some(0));
+    }
+
+    /// A batch that is all there is waits for a faster device with no free kit; one with work
+    /// queued behind it takes the free device (waiting would idle it while the queue grows),
+    /// and waits only when no device has a free kit.
+    #[test]
+    fn a_lone_batch_waits_for_the_faster_device_a_queued_one_does_not() {
+        let priced =
+            [Price { latency: ms(10), per_batch: ms(5) }, Price { latency: ms(20), per_batch: ms(10) }];
+        let now = ms(100);
+        let fast_busy = [false, true];
+        assert_eq!(decide(&[now + ms(5), now], &priced, now, &fast_busy, false), None);
+        assert_eq!(decide(&[now + ms(5), now], &priced, now, &fast_busy, true), Some(1));
+        assert_eq!(decide(&[now, now], &priced, now, &[false, false], true), None);
+        assert_eq!(decide(&[now, now], &priced, now, &[false, false], false), None);
+        // Free and faster: taken either way.
+        assert_eq!(decide(&[now, now], &priced, now, &BOTH, true), Some(0));
     }
 }

@@ -325,15 +325,21 @@ impl<K: BatchKernel> Shared<K> {
 
     /// Under `central`: a free kit for the batch of `open` items about to close at `now` —
     /// any, with one device; with several, one of the device the spread chooses (the `spread`
-    /// module), its price recorded in the kit — or `None` when there is none (wait).
+    /// module), its price recorded in the kit — or `None` when there is none (wait). The batch
+    /// is *saturated* when work waits behind it: it is full, or submits wait for room.
     fn free_kit(&self, c: &mut Central, open: usize, now: Instant) -> Option<Kit<K>> {
         let mut kits = self.kits.lock();
+        let saturated = open >= self.config.max_batch || !c.waiters.is_empty();
         let Some(spread) = c.spread.as_mut() else {
             return kits.pop();
         };
+        let mut free = vec![false; self.devices.len()];
+        for k in kits.iter() {
+            free[k.device] = true;
+        }
         let at = now.saturating_duration_since(self.created);
-        let n = open.min(self.config.max_batch);
-        let d = spread.choose(self.kernel.name(), n, self.kernel.out_words(), self.config.in_flight, at);
+        let sizes = (open.min(self.config.max_batch), self.kernel.out_words(), self.config.in_flight);
+        let d = spread.choose(self.kernel.name(), sizes, at, &free, saturated)?;
         let i = kits.iter().position(|k| k.device == d)?;
         let mut kit = kits.swap_remove(i);
         kit.price = Some(spread.commit(d, at));

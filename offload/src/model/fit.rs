@@ -235,6 +235,22 @@ impl LinFit {
     pub fn known(intercept: f64, slope: f64) -> LinFit {
         LinFit { intercept, slope, max_rel_err: 0.0, below: vec![] }
     }
+    /// This line with every time multiplied by `factor` (each regime's too): the same device
+    /// shape `factor` times slower.
+    ///
+    /// ```
+    /// use gmprt_offload::model::LinFit;
+    /// let f = LinFit::known(10e-6, 1e-9).scaled(2.0);
+    /// assert_eq!((f.intercept, f.slope), (20e-6, 2e-9));
+    /// ```
+    pub fn scaled(&self, factor: f64) -> LinFit {
+        let mut f = self.clone();
+        (f.intercept, f.slope) = (f.intercept * factor, f.slope * factor);
+        for r in &mut f.below {
+            (r.intercept, r.slope) = (r.intercept * factor, r.slope * factor);
+        }
+        f
+    }
     /// Predicted seconds at size `x`: the line of the regime x falls in, at least what any
     /// smaller size costs.
     ///

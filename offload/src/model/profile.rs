@@ -564,6 +564,37 @@ impl DeviceProfile {
         let want = profile_kernel_name(job_name);
         self.kernels.iter().find(|k| k.name == want)
     }
+    /// This profile with every device-side time (launch, copies, kernels) multiplied by
+    /// `factor`, its CPU fits kept and its samples dropped: a card of the same shape `factor`
+    /// times slower, e.g. the second device of a mixed machine simulated
+    /// ([`Batcher::spread`](crate::Batcher::spread)). Named `<device> at 1/<factor> speed`.
+    ///
+    /// ```
+    /// use gmprt_offload::model::{CostModel, DeviceProfile, Residency};
+    /// let h200 = DeviceProfile::measured_h200();
+    /// let half = h200.slowed_by(2.0);
+    /// assert!(half.device.ends_with(" at 1/2 speed"), "{}", half.device);
+    /// let at = |p: &DeviceProfile| CostModel::new(p.clone()).predict("saxpy", 1e6, Residency::Host, 0.0).unwrap().gpu_total;
+    /// assert!((at(&half) / at(&h200) - 2.0).abs() < 1e-9);
+    /// ```
+    pub fn slowed_by(&self, factor: f64) -> DeviceProfile {
+        let mut p = self.clone();
+        p.device = format!("{} at 1/{factor} speed", p.device);
+        (p.launch_enqueue, p.launch_sync) = (p.launch_enqueue * factor, p.launch_sync * factor);
+        if let Some(rt) = &mut p.launch_round_trip {
+            (rt.spin, rt.blocking) = (rt.spin * factor, rt.blocking * factor);
+        }
+        for t in [&mut p.h2d, &mut p.d2h] {
+            (t.pinned, t.pageable) = (t.pinned.scaled(factor), t.pageable.scaled(factor));
+            t.pinned_samples.clear();
+            t.pageable_samples.clear();
+        }
+        for k in &mut p.kernels {
+            k.device = k.device.scaled(factor);
+            k.device_samples.clear();
+        }
+        p
+    }
     /// One line naming the profile: device, source, date, CPU and procs.
     ///
     /// ```

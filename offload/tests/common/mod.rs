@@ -52,37 +52,3 @@ pub fn saxpy_profile(
         launch_round_trip: None,
     }
 }
-
-/// `profile` with every device-side time multiplied by `factor` (launch, copies, kernels): a
-/// card `factor` times slower (or faster, below 1) with the same shape; the CPU fits are kept.
-pub fn scaled(profile: &DeviceProfile, factor: f64) -> DeviceProfile {
-    fn fit(f: &LinFit, factor: f64) -> LinFit {
-        let mut f = f.clone();
-        f.intercept *= factor;
-        f.slope *= factor;
-        for r in &mut f.below {
-            r.intercept *= factor;
-            r.slope *= factor;
-        }
-        f
-    }
-    let mut p = profile.clone();
-    p.device = format!("{} x{factor} slower", p.device);
-    p.launch_enqueue *= factor;
-    p.launch_sync *= factor;
-    if let Some(rt) = &mut p.launch_round_trip {
-        rt.spin *= factor;
-        rt.blocking *= factor;
-    }
-    for t in [&mut p.h2d, &mut p.d2h] {
-        t.pinned = fit(&t.pinned, factor);
-        t.pageable = fit(&t.pageable, factor);
-        t.pinned_samples.clear();
-        t.pageable_samples.clear();
-    }
-    for k in &mut p.kernels {
-        k.device = fit(&k.device, factor);
-        k.device_samples.clear();
-    }
-    p
-}
