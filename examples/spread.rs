@@ -173,7 +173,7 @@ fn main() {
     println!("what each device ran in the spread run:");
     for (d, s) in shares.iter().enumerate() {
         println!(
-            "  {d}: {:>9} items ({:>5.1}%) in {:>5} batches, device busy {:>5.1}% of the run",
+            "  {d}: {:>9} items ({:>5.1}%) in {:>5} batches, device phases {:>5.1}% of the run",
             s.items,
             100.0 * s.items as f64 / a.items as f64,
             s.batches,
@@ -181,8 +181,9 @@ fn main() {
         );
     }
     println!(
-        "a device busy well under 100% means the host (submits, staging, scatter), not the devices, bounds the run:\n\
-         a second device pays only once the first is saturated"
+        "(device phases: H2D + kernel + D2H summed over its slots, which overlap, so up to in_flight x 100%;\n\
+         well under 100% means the host — submits, staging, scatter — not the devices, bounds the run:\n\
+         a second device pays only once the first is saturated)"
     );
     let best = alone.iter().cloned().fold(0.0, f64::max);
     println!(
