@@ -12,13 +12,18 @@
 //!   latency), [`CostModel::predict_pipeline`] (that latency and the steady-state time per
 //!   batch with `in_flight` slots overlapping copies and kernels) and
 //!   [`CostModel::crossover`] (the batch size n* from which the GPU wins, or `Never` with the
-//!   reason in numbers).
+//!   reason in numbers);
+//! * [`network`] — a [`NetworkLink`] between two ranks (latency + bandwidth, measured by a
+//!   ping-pong or published) and [`NetworkLink::scatter_crossover`], the batch size from which
+//!   scattering a batch to other ranks pays: the network's crossover beside the PCIe one.
 pub mod cost;
 pub mod fit;
+pub mod network;
 pub mod profile;
 
 pub use cost::{Bound, Breakdown, CostModel, Crossover, Pipeline, Residency, Verdict};
 pub use fit::{LinFit, Regime, Sample};
+pub use network::{ItemBytes, LinkSource, NetworkLink, PingPong, Scatter};
 pub(crate) use profile::duration;
 pub use profile::{
     profile_kernel_name, sgemm_kernel_name, CpuFit, CpuTiming, DeviceProfile, KernelProfile, LaunchRoundTrip,
