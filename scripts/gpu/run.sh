@@ -36,7 +36,7 @@ declare -A EXPECT=(
   [0-env]="~10 s: nvidia-smi -q, lscpu, library paths, torch version"
   [1-correct]="~30-120 s: CUDA tests (GMPRT_REQUIRE_GPU=1) then every offload/kernels test binary"
   [2-calibrate]="~120-300 s: PyTorch reference figures, explain --all --device cuda (calibration), explain --verify on that profile, ncu SpeedOfLight"
-  [3-screener]="~30-120 s: option_screener 1e6, monte_carlo_pi 1e9/1e8, matmul_ladder 4096"
+  [3-screener]="~30-120 s: option_screener 1e6, monte_carlo_pi 1e9/1e8, matmul_ladder 4096, spread (every GPU; a simulated pair)"
   [4-sched]="~40-120 s: scaling curve (scripts/scaling.sh: gmprt, tokio, go at procs 1 2 4 8 16 + nproc, 3 rounds), --park at 16, amdahl 1..16"
   [5-bench]="~250-450 s (capped at 540): criterion benches scheduler + offload (BENCH_PROCS=16), the model bench"
   [6-desk]="~70-140 s: trading_desk at 5,000 ticks/s with cpu, gpu, auto, gpu --resident (1M contracts), then --sweep"
@@ -299,6 +299,12 @@ stage_3_screener() {
   figures monte_carlo_pi '^(cpu:|device:|same stream|cpu − device)' 10
   step matmul_ladder "$(pick 240 120 60)" "$BIN/matmul_ladder" --n "$(pick 4096 256 128)" --naive-max "$(pick 512 128 64)"
   figures matmul_ladder '^(rung|[0-9]\. )' 18
+  # One Batcher over every device (issue 29): on a one-GPU machine the per-GPU rate with bulk
+  # submits, which N GPUs multiply; then a simulated mixed pair on this machine's cores.
+  step spread-all "$(pick 60 30 30)" "$BIN/spread" --devices all --items "$(pick 16e6 1e6 1e5)" --max-batch 65536
+  figures spread-all '^(run|[0-9]|all|  [0-9]|spread /)' 8
+  step spread-sim "$(pick 60 30 30)" "$BIN/spread" --devices h200,h200/2 --items "$(pick 16e6 1e6 1e5)"
+  figures spread-sim '^(run|[0-9]|all|  [0-9]|spread /)' 8
 }
 
 # The trading desk (issue 28): the same book priced three ways at the rate of the issue's
