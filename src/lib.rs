@@ -4,6 +4,8 @@
 #![warn(missing_docs)]
 
 pub mod gantt;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod net;
 
 pub use gmprt_kernels as kernels;

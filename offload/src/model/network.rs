@@ -395,12 +395,12 @@ impl NetworkLink {
             return Ok(Crossover::Never {
                 reason: format!(
                     "link-bound: per item, {} ranks save {} of compute ({} per item on one rank) but \
-                     {:.0} B in and {:.0} B out at {:.2} GB/s cost {}",
+                     {} B in and {} B out at {:.2} GB/s cost {}",
                     ranks,
                     super::cost::secs(saved),
                     super::cost::secs(per_item),
-                    bytes.in_bytes,
-                    bytes.out_bytes,
+                    num(bytes.in_bytes),
+                    num(bytes.out_bytes),
                     self.bandwidth_bytes_per_s / 1e9,
                     super::cost::secs(wire)
                 ),
@@ -480,6 +480,15 @@ impl NetworkLink {
         };
         let share_compute = compute(m);
         Scatter { n, ranks, local, sends, share_compute, back, scattered: sends + share_compute + back }
+    }
+}
+
+/// `24`, `0.003`: whole numbers without decimals, others with 3.
+fn num(x: f64) -> String {
+    if x == x.round() {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.3}")
     }
 }
 

@@ -1,0 +1,596 @@
+//! The option screener spread over MPI ranks: rank 0 builds the book (the synthetic option
+//! chain of `option_screener`) and scatters it; each rank prices its share on its own gmprt
+//! runtime (Black-Scholes + 5 Greeks, the CPU kernel, in `parallel_for` chunks); the portfolio
+//! Greeks are reduced to rank 0, which prints one line per rank (its contracts, compute time and
+//! communication time) and then the total, and checks the Greeks against one process pricing
+//! the same book, bit for bit.
+//!
+//! ```text
+//! cargo build --release --features mpi --example mpi_screener
+//! mpirun --allow-run-as-root --oversubscribe -np 2 target/release/examples/mpi_screener \
+//!     [--contracts 1e6] [--seed 7] [--procs P] [--wait handoff|poll] [--scaling strong|weak]
+//!     [--repeats 3] [--calibrate] [--fail-rank R [--fail-how error|panic]]
+//! ```
+//!
+//! # Bit for bit, whatever the number of ranks
+//! The book is cut into chunks of [`CHUNK`] contracts on one grid, whatever the ranks; a rank
+//! gets whole chunks (a contiguous range), prices them and sums each chunk's Greeks in f64 in
+//! contract order; rank 0 gathers every chunk's sums and adds them in chunk order. One process
+//! doing the same (the check) adds the same f64 numbers in the same order, so the totals are
+//! equal bit for bit — the same kernels, the same inputs, the same order. A sum of rank partials
+//! would not be: f64 addition is not associative.
+//!
+//! # Communication
+//! Every message goes through `gmprt::mpi` from a gmprt task (`--wait`: the blocking call handed
+//! off like a syscall, or a non-blocking request polled by the task between parks), so a rank's
+//! Ps keep running tasks while it waits. Communication time is the scatter, the gather of the
+//! chunk sums and the checkpoints ([`gmprt::mpi::Comm::agree`]) as the rank saw them: on the
+//! ranks that receive, it includes waiting for rank 0 to build and send their share.
+//!
+//! # Failures
+//! `--fail-rank R` makes rank R report a failure at the checkpoint after pricing (`--fail-how
+//! error`), or panic there (`panic`): every rank prints `rank R failed: …` and exits 1, or the
+//! panic aborts every rank through `MPI_Abort`. Never a hang (see `gmprt::mpi`).
+//!
+//! # `--calibrate`
+//! Ping-pong round trips between ranks 0 and 1 over sizes from 8 B to 4 MiB and the book's
+//! scatter, both timed under each wait in the same run (medians), then the link fitted from
+//! the hand-off ping-pong (`NetworkLink::fit`) and the network crossover: from how many contracts
+//! scattering a batch to a second rank pays, on this link and on the published ones.
+use clap::Parser;
+use gmprt::kernels::black_scholes::{price_greeks, stage_words, synthetic_chain, BsIn, BsOut, IN_WORDS};
+use gmprt::mpi::{wait_stats, Comm, Mpi, MpiError, Wait};
+use gmprt::offload::model::{Crossover, ItemBytes, NetworkLink, PingPong};
+use gmprt::runtime::Runtime;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+#[path = "common/mod.rs"]
+mod common;
+use common::{count_in, parse_count, positive, Cli};
+
+const NAME: &str = "mpi_screener";
+
+/// Contracts per chunk: the grid every rank count shares (as `option_screener`'s way 2).
+const CHUNK: usize = 16 * 1024;
+
+/// The Greeks' names, in the order of a chunk's sums.
+const GREEKS: [&str; 6] = ["price", "delta", "gamma", "vega", "theta", "rho"];
+
+/// Ping-pong sizes for `--calibrate`, bytes.
+const PING_SIZES: [usize; 7] = [8, 1 << 10, 16 << 10, 128 << 10, 512 << 10, 1 << 20, 4 << 20];
+
+/// What `--contracts` counts.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Scaling {
+    /// The whole book: more ranks share the same contracts.
+    Strong,
+    /// Each rank's share: the book grows with the ranks.
+    Weak,
+}
+
+/// How `--fail-rank` fails.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum FailHow {
+    /// Report an error at the checkpoint after pricing.
+    Error,
+    /// Panic there (the panic hook aborts every rank).
+    Panic,
+}
+
+/// The option screener over MPI ranks: scatter the book, price each share on its own runtime,
+/// reduce the portfolio Greeks to rank 0. Run it under mpirun.
+#[derive(Parser, Debug)]
+#[command(name = NAME)]
+struct Args {
+    /// Contracts: the book (--scaling strong) or each rank's share (weak); 1e6, 1_000_000 …
+    #[arg(long, value_name = "N", default_value_t = 1_000_000, value_parser = count_in(1, 1 << 28))]
+    contracts: usize,
+    /// Seed of the synthetic option chain
+    #[arg(long, value_name = "SEED", default_value_t = 7, value_parser = parse_count)]
+    seed: usize,
+    /// Ps per rank [default: GMPRT_MAXPROCS, else this machine's cores over the ranks on it
+    /// (OMPI_COMM_WORLD_LOCAL_SIZE), at least 1]
+    #[arg(long, value_name = "P", value_parser = positive)]
+    procs: Option<usize>,
+    /// How a task waits for MPI: handoff (the blocking call in gmprt's syscall) or poll
+    #[arg(long, value_name = "handoff|poll", default_value = "handoff")]
+    wait: Wait,
+    /// What --contracts counts: the whole book (strong) or each rank's share (weak)
+    #[arg(long, value_enum, default_value = "strong")]
+    scaling: Scaling,
+    /// Runs of scatter, price and gather; the times printed are their medians
+    #[arg(long, value_name = "R", default_value_t = 3, value_parser = count_in(1, 1000))]
+    repeats: usize,
+    /// Also time ping-pongs and the scatter under both waits, fit the link, and print the
+    /// network crossover (needs 2 ranks or more)
+    #[arg(long)]
+    calibrate: bool,
+    /// Make this rank fail at the checkpoint after pricing [default: none]
+    #[arg(long, value_name = "R", value_parser = parse_count)]
+    fail_rank: Option<usize>,
+    /// How --fail-rank fails: an error reported to every rank, or a panic (MPI_Abort)
+    #[arg(long, value_enum, default_value = "error", requires = "fail_rank")]
+    fail_how: FailHow,
+}
+
+impl Cli for Args {}
+
+/// Which contracts each rank prices: whole chunks, contiguous, in rank order.
+#[derive(Clone, Debug, PartialEq)]
+struct Plan {
+    /// Contracts in the book.
+    n: usize,
+    /// Per rank: its first contract and its count.
+    shares: Vec<(usize, usize)>,
+}
+
+impl Plan {
+    fn new(n: usize, ranks: usize) -> Plan {
+        let chunks = n.div_ceil(CHUNK);
+        let shares = (0..ranks)
+            .map(|r| {
+                let (c0, c1) = (r * chunks / ranks, (r + 1) * chunks / ranks);
+                let (lo, hi) = ((c0 * CHUNK).min(n), (c1 * CHUNK).min(n));
+                (lo, hi - lo)
+            })
+            .collect();
+        Plan { n, shares }
+    }
+
+    /// Chunks of rank `r`'s share.
+    fn chunks(&self, r: usize) -> usize {
+        self.shares[r].1.div_ceil(CHUNK)
+    }
+}
+
+/// Prices `m` contracts in column words (`IN_WORDS` columns of stride `m`) on `rt`'s Ps, in
+/// chunks of [`CHUNK`], and returns each chunk's Greeks summed in f64 in contract order, 6 per
+/// chunk, in chunk order.
+fn chunk_sums(rt: &Runtime, m: usize, words: &[u32]) -> Vec<f64> {
+    let sums: Vec<Mutex<[f64; 6]>> = (0..m.div_ceil(CHUNK)).map(|_| Mutex::new([0.0; 6])).collect();
+    let col = |c: usize| &words[c * m..(c + 1) * m];
+    let f = |w: &[u32]| -> Vec<f32> { w.iter().map(|&x| f32::from_bits(x)).collect() };
+    rt.handle().parallel_for(m, CHUNK, |r| {
+        let len = r.len();
+        let (spot, strike, t) = (f(&col(0)[r.clone()]), f(&col(1)[r.clone()]), f(&col(2)[r.clone()]));
+        let (rate, vol) = (f(&col(3)[r.clone()]), f(&col(4)[r.clone()]));
+        let input =
+            BsIn { spot: &spot, strike: &strike, t: &t, rate: &rate, vol: &vol, kind: &col(5)[r.clone()] };
+        let mut o = vec![0f32; 6 * len];
+        let (price, rest) = o.split_at_mut(len);
+        let (delta, rest) = rest.split_at_mut(len);
+        let (gamma, rest) = rest.split_at_mut(len);
+        let (vega, rest) = rest.split_at_mut(len);
+        let (theta, rho) = rest.split_at_mut(len);
+        price_greeks(&input, &mut BsOut { price, delta, gamma, vega, theta, rho })
+            .expect("staged words are valid contracts of matching lengths");
+        let mut s = [0f64; 6];
+        for (g, out) in s.iter_mut().zip(o.chunks_exact(len)) {
+            for &x in out {
+                *g += f64::from(x);
+            }
+        }
+        *sums[r.start / CHUNK].lock().expect("no chunk panics while holding its sums") = s;
+    });
+    sums.into_iter().flat_map(|s| s.into_inner().expect("chunk sums")).collect()
+}
+
+/// The portfolio Greeks: the chunk sums added in chunk order.
+fn fold(chunk_sums: &[f64]) -> [f64; 6] {
+    let mut g = [0f64; 6];
+    for c in chunk_sums.chunks_exact(6) {
+        for (a, &b) in g.iter_mut().zip(c) {
+            *a += b;
+        }
+    }
+    g
+}
+
+/// The median of some durations.
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+/// Ps per rank: `--procs`, else GMPRT_MAXPROCS, else the cores over the ranks on this node.
+fn procs(a: &Args) -> usize {
+    if let Some(p) = a.procs {
+        return p;
+    }
+    if let Some(p) = std::env::var("GMPRT_MAXPROCS").ok().and_then(|v| v.parse::<usize>().ok()) {
+        return p.max(1);
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let local =
+        std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1);
+    (cores / local.max(1)).max(1)
+}
+
+/// Runs `fut` as a task on one of `rt`'s Ps (not on this thread, which holds no P) and waits
+/// for it.
+fn on_task<T: Send + 'static>(rt: &Runtime, fut: impl std::future::Future<Output = T> + Send + 'static) -> T {
+    rt.block_on(rt.spawn(fut)).expect("a task of this program panicked (the panic hook aborts first)")
+}
+
+/// Why this rank stops (printed by `main`, which then finalises MPI and exits 1).
+type Stop = String;
+
+/// One run's timings on this rank.
+#[derive(Clone, Copy, Debug, Default)]
+struct Times {
+    compute: Duration,
+    comm: Duration,
+    /// Rank 0: from the start of the scatter to the end of the gather.
+    wall: Duration,
+}
+
+fn main() {
+    let a: Args = common::parse();
+    let mpi = Mpi::init().unwrap_or_else(|e| common::fail(NAME, e));
+    let rank = mpi.rank();
+    let result = run(&a, &mpi);
+    // MPI_Finalize on every rank, failed or not: every rank learnt of a failure at the same
+    // checkpoint, so every rank gets here.
+    drop(mpi);
+    match result {
+        Ok(()) => {}
+        Err(Exit::BadArgs(e)) => common::fail(NAME, e),
+        Err(Exit::Stop(e)) => {
+            eprintln!("{NAME}: rank {rank}: stopping: {e}");
+            std::process::exit(1)
+        }
+    }
+}
+
+/// How `run` ends early.
+enum Exit {
+    /// A command line that no rank can run (every rank sees the same one): exit 2.
+    BadArgs(String),
+    /// An error every rank agreed on, or this rank's own: exit 1.
+    Stop(Stop),
+}
+
+impl From<MpiError> for Exit {
+    fn from(e: MpiError) -> Exit {
+        Exit::Stop(e.to_string())
+    }
+}
+
+/// The screener on this rank.
+fn run(a: &Args, mpi: &Mpi) -> Result<(), Exit> {
+    let (rank, size) = (mpi.rank(), mpi.size());
+    if let Some(r) = a.fail_rank.filter(|&r| r >= size) {
+        // Every rank has the same command line, so every rank says so and stops: no message.
+        return Err(Exit::BadArgs(format!("--fail-rank {r}: there are only {size} ranks (0..{})", size - 1)));
+    }
+    let comm = mpi.comm(a.wait);
+    let n = match a.scaling {
+        Scaling::Strong => a.contracts,
+        Scaling::Weak => a.contracts.saturating_mul(size),
+    };
+    let plan = Plan::new(n, size);
+    let procs = procs(a);
+    // Setup: anything that can fail on one rank and not another is agreed on before the book.
+    let setup = Runtime::builder().procs(procs).build().map_err(|e| format!("runtime: {e}"));
+    let rt = match setup {
+        Ok(rt) => rt,
+        Err(e) => {
+            // No runtime to run the checkpoint's task on: the checkpoint runs on this thread.
+            let r = Runtime::builder().procs(1).build().unwrap_or_else(|e2| {
+                eprintln!("{NAME}: rank {rank}: no runtime at all ({e2}); aborting every rank");
+                mpi.abort(2)
+            });
+            r.block_on(comm.agree(Err(e.clone())))?;
+            return Err(Exit::Stop(e));
+        }
+    };
+    on_task(&rt, async move { comm.agree(Ok(())).await })?;
+    if rank == 0 {
+        println!(
+            "{NAME}: {size} ranks ({}), {n} contracts ({}), seed {}, wait {}, {procs} P{} per rank, medians of {}",
+            mpi.library(),
+            match a.scaling {
+                Scaling::Strong => "strong scaling: the book is --contracts".to_string(),
+                Scaling::Weak => format!("weak scaling: {} per rank", a.contracts),
+            },
+            a.seed,
+            a.wait,
+            if procs == 1 { "" } else { "s" },
+            a.repeats
+        );
+    }
+    // Rank 0's book, staged share by share (each share's columns, stride = its count).
+    let book: Option<Vec<u32>> = (rank == 0).then(|| {
+        let chain = synthetic_chain(n, a.seed as u64);
+        let mut words = vec![0u32; n * IN_WORDS];
+        for &(lo, m) in &plan.shares {
+            stage_words(&chain[lo..lo + m], &mut words[lo * IN_WORDS..(lo + m) * IN_WORDS]);
+        }
+        words
+    });
+    let word_counts: Vec<usize> = plan.shares.iter().map(|&(_, m)| m * IN_WORDS).collect();
+    let sum_counts: Vec<usize> = (0..size).map(|r| 6 * plan.chunks(r)).collect();
+    let my_m = plan.shares[rank].1;
+
+    let mut runs: Vec<Times> = Vec::new();
+    let mut greeks: Option<[f64; 6]> = None;
+    for run in 0..a.repeats {
+        let (data, counts) = (book.clone(), word_counts.clone());
+        let t0 = Instant::now();
+        let (share, scatter_t) = on_task(&rt, async move {
+            let t = Instant::now();
+            let r = comm.scatter(0, data, &counts).await;
+            (r, t.elapsed())
+        });
+        let share = share?;
+        let tc = Instant::now();
+        let sums = chunk_sums(&rt, my_m, &share);
+        let compute = tc.elapsed();
+        // The checkpoint after pricing: a failed rank reports here instead of skipping the
+        // gather that the others would wait in.
+        let outcome = if a.fail_rank == Some(rank) {
+            if a.fail_how == FailHow::Panic {
+                panic!("injected panic (--fail-rank {rank} --fail-how panic)");
+            }
+            Err(format!("injected failure (--fail-rank {rank})"))
+        } else {
+            Ok(())
+        };
+        let counts = sum_counts.clone();
+        let (gathered, rest_t) = on_task(&rt, async move {
+            let t = Instant::now();
+            comm.agree(outcome).await?;
+            let g = comm.gather(0, sums, &counts).await?;
+            Ok::<_, MpiError>((g, t.elapsed()))
+        })?;
+        let wall = t0.elapsed();
+        if let Some(parts) = gathered {
+            let all: Vec<f64> = parts.concat();
+            let g = fold(&all);
+            if let Some(prev) = greeks {
+                if prev.map(f64::to_bits) != g.map(f64::to_bits) {
+                    return Err(Exit::Stop(format!(
+                        "run {run} reduced other Greeks than run 0: {g:?} against {prev:?}"
+                    )));
+                }
+            }
+            greeks = Some(g);
+        }
+        runs.push(Times { compute, comm: scatter_t + rest_t, wall });
+    }
+    let mine = Times {
+        compute: median(runs.iter().map(|t| t.compute).collect()),
+        comm: median(runs.iter().map(|t| t.comm).collect()),
+        wall: median(runs.iter().map(|t| t.wall).collect()),
+    };
+    // Every rank's line, printed by rank 0 in rank order.
+    let line = vec![mine.compute.as_secs_f64(), mine.comm.as_secs_f64(), my_m as f64];
+    let lines = on_task(&rt, async move { comm.gather(0, line, &vec![3; comm.size()]).await })?;
+    let mut check = Ok(());
+    if let (Some(lines), Some(g)) = (lines, greeks) {
+        for (r, l) in lines.iter().enumerate() {
+            println!(
+                "rank {r}: {:>9} contracts, compute {}, communication {}",
+                l[2] as usize,
+                ms(Duration::from_secs_f64(l[0])),
+                ms(Duration::from_secs_f64(l[1]))
+            );
+        }
+        let named: Vec<String> = GREEKS.iter().zip(g).map(|(k, v)| format!("{k} {v:.6e}")).collect();
+        println!(
+            "total: {n} contracts on {size} ranks in {} (rank 0, scatter to gather): {}",
+            ms(mine.wall),
+            named.join(", ")
+        );
+        let bits: Vec<String> = g.iter().map(|x| format!("{:016x}", x.to_bits())).collect();
+        println!("greeks as f64 bits: {}", bits.join(" "));
+        // The check: one process, the same chunks, the same order.
+        let book = book.as_deref().expect("rank 0 has the book");
+        let t = Instant::now();
+        let mut one = Vec::new();
+        for &(lo, m) in &plan.shares {
+            one.extend(chunk_sums(&rt, m, &book[lo * IN_WORDS..(lo + m) * IN_WORDS]));
+        }
+        let single = fold(&one);
+        let took = t.elapsed();
+        if single.map(f64::to_bits) == g.map(f64::to_bits) {
+            println!(
+                "check: equal bit for bit to one process pricing the same book in the same chunks ({} on rank 0 alone)",
+                ms(took)
+            );
+        } else {
+            check = Err(format!("the reduced Greeks {g:?} differ from one process's {single:?}"));
+        }
+        let s = wait_stats();
+        println!(
+            "rank 0 waits ({}): {} handed off, {} thread-cap fallbacks, {} tests, {} parks",
+            a.wait, s.handoffs, s.fallbacks, s.tests, s.parks
+        );
+    }
+    on_task(&rt, async move { comm.agree(check).await })?;
+    if a.calibrate {
+        calibrate(&rt, comm, &plan, book, &word_counts, mine.compute, my_m)?;
+    }
+    Ok(())
+}
+
+/// `--calibrate`: ping-pongs and the scatter under both waits (medians, same run), the link
+/// fitted from the hand-off ping-pong, and the network crossover per link.
+fn calibrate(
+    rt: &Runtime,
+    comm: Comm,
+    plan: &Plan,
+    book: Option<Vec<u32>>,
+    word_counts: &[usize],
+    compute: Duration,
+    my_m: usize,
+) -> Result<(), MpiError> {
+    let (rank, size) = (comm.rank(), comm.size());
+    if size < 2 {
+        if rank == 0 {
+            println!("--calibrate: one rank, no link to measure (run with mpirun -np 2)");
+        }
+        return Ok(());
+    }
+    let mut rows: Vec<(usize, [Duration; 2])> = Vec::new();
+    let waits = [Wait::HandOff, Wait::Poll];
+    for &bytes in &PING_SIZES {
+        let repeats = if bytes <= 16 << 10 {
+            200
+        } else if bytes <= 1 << 20 {
+            40
+        } else {
+            10
+        };
+        let mut med = [Duration::ZERO; 2];
+        for (i, w) in waits.iter().enumerate() {
+            let c = comm.with_wait(*w);
+            if rank <= 1 {
+                let times = on_task(rt, async move { c.ping_pong(1, bytes, repeats).await })?;
+                med[i] = median(times);
+            }
+        }
+        rows.push((bytes, med));
+    }
+    // The book's scatter under each wait, 5 times each, alternating.
+    let mut scatter = [Vec::new(), Vec::new()];
+    for _ in 0..5 {
+        for (i, w) in waits.iter().enumerate() {
+            let c = comm.with_wait(*w);
+            let (data, counts) = (book.clone(), word_counts.to_vec());
+            let t = on_task(rt, async move {
+                c.agree(Ok(())).await?; // start together
+                let t = Instant::now();
+                c.scatter(0, data, &counts).await?;
+                c.agree(Ok(())).await?; // until the last rank has its share
+                Ok::<_, MpiError>(t.elapsed())
+            })?;
+            scatter[i].push(t);
+        }
+    }
+    if rank != 0 {
+        return Ok(());
+    }
+    let book_bytes = plan.n * IN_WORDS * 4;
+    println!("\n--calibrate: round trips between ranks 0 and 1 (medians), and the book's scatter");
+    println!("{:>10} {:>16} {:>16}", "bytes", "handoff", "poll");
+    for (bytes, m) in &rows {
+        println!("{bytes:>10} {:>13.2} µs {:>13.2} µs", m[0].as_secs_f64() * 1e6, m[1].as_secs_f64() * 1e6);
+    }
+    let sc = [median(scatter[0].clone()), median(scatter[1].clone())];
+    println!(
+        "{:>10} {:>16} {:>16}   (the book's scatter to {} ranks, with a checkpoint after; medians of 5)",
+        book_bytes,
+        ms(sc[0]),
+        ms(sc[1]),
+        size
+    );
+    let on = "this machine, Open MPI shared memory between 2 ranks (mpi_screener --calibrate)";
+    let samples = |i: usize| -> Vec<PingPong> {
+        rows.iter().map(|(b, m)| PingPong { bytes: *b as f64, round_trip_s: m[i].as_secs_f64() }).collect()
+    };
+    let measured = match NetworkLink::fit(&samples(0), "measured here (hand-off)", on) {
+        Ok(l) => l,
+        Err(e) => {
+            println!("link: could not fit ({e})");
+            return Ok(());
+        }
+    };
+    if let Ok(p) = NetworkLink::fit(&samples(1), "measured here (poll)", on) {
+        println!("link, poll: {}", p.describe());
+    }
+    println!("link, hand-off: {}", measured.describe());
+    // The network crossover for this kernel at this rank's measured rate.
+    let per = compute.as_secs_f64() / my_m.max(1) as f64;
+    // The sums come back per chunk: 48 B per CHUNK contracts.
+    let bytes = ItemBytes { in_bytes: (IN_WORDS * 4) as f64, out_bytes: 48.0 / CHUNK as f64 };
+    println!(
+        "network crossover: scattering a batch of Black-Scholes contracts to a second rank pays from n* on \
+         (rank 0 prices {:.1} ns per contract, measured above; 24 B in per contract, 48 B of sums back per chunk)",
+        per * 1e9
+    );
+    for link in std::iter::once(measured).chain(NetworkLink::presets()) {
+        let c = link.scatter_crossover(2, bytes, |n| per * n);
+        let what = match c {
+            Ok(Crossover::At { n }) => format!("n* = {n:.0} contracts"),
+            Ok(Crossover::Always) => "at every size".into(),
+            Ok(Crossover::Never { reason }) => format!("never: {reason}"),
+            Err(e) => format!("unknown: {e}"),
+        };
+        println!("  {what:<28} {}", link.describe());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+    use common::testing::{cli_contract, parse_error};
+    use common::try_parse_from;
+
+    #[test]
+    fn cli() {
+        cli_contract::<Args>(NAME);
+        let a: Args = try_parse_from([NAME]).unwrap();
+        assert_eq!(
+            (a.contracts, a.wait, a.scaling, a.repeats, a.fail_rank),
+            (1_000_000, Wait::HandOff, Scaling::Strong, 3, None)
+        );
+        let a: Args =
+            try_parse_from([NAME, "--wait", "poll", "--contracts", "1e4", "--fail-rank", "1"]).unwrap();
+        assert_eq!(
+            (a.wait, a.contracts, a.fail_rank, a.fail_how),
+            (Wait::Poll, 10_000, Some(1), FailHow::Error)
+        );
+        parse_error::<Args>(&[NAME, "--wait", "spin"], ErrorKind::ValueValidation, 2);
+        parse_error::<Args>(&[NAME, "--contracts", "0"], ErrorKind::ValueValidation, 2);
+        parse_error::<Args>(&[NAME, "--fail-how", "panic"], ErrorKind::MissingRequiredArgument, 2);
+    }
+
+    /// Every rank count cuts the book on the same chunk grid, into whole chunks in rank order.
+    #[test]
+    fn plans_cut_whole_chunks_in_rank_order() {
+        for n in [1, CHUNK - 1, CHUNK, 3 * CHUNK + 5, 1_000_000] {
+            for ranks in 1..=5 {
+                let p = Plan::new(n, ranks);
+                let mut next = 0;
+                for &(lo, m) in &p.shares {
+                    assert_eq!(lo, next.min(n));
+                    assert!(lo % CHUNK == 0 || lo == n, "{n} {ranks}: {lo}");
+                    next = lo + m;
+                }
+                assert_eq!(next, n, "{n} {ranks}");
+                let chunks: usize = (0..ranks).map(|r| p.chunks(r)).sum();
+                assert_eq!(chunks, n.div_ceil(CHUNK));
+            }
+        }
+    }
+
+    /// The sums of one share priced whole equal those of the same share priced by two ranks
+    /// (chunk by chunk), folded in chunk order: bit for bit.
+    #[test]
+    fn chunk_sums_do_not_depend_on_the_split() {
+        let rt = Runtime::builder().procs(2).build().unwrap();
+        let n = 3 * CHUNK + 100;
+        let chain = synthetic_chain(n, 3);
+        let stage = |lo: usize, m: usize| {
+            let mut w = vec![0u32; m * IN_WORDS];
+            stage_words(&chain[lo..lo + m], &mut w);
+            w
+        };
+        let whole = fold(&chunk_sums(&rt, n, &stage(0, n)));
+        let p = Plan::new(n, 2);
+        let mut parts = Vec::new();
+        for &(lo, m) in &p.shares {
+            parts.extend(chunk_sums(&rt, m, &stage(lo, m)));
+        }
+        assert_eq!(whole.map(f64::to_bits), fold(&parts).map(f64::to_bits));
+        assert!(whole.iter().all(|g| g.is_finite()) && whole[0] > 0.0);
+    }
+}

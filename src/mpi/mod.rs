@@ -1,0 +1,707 @@
+//! MPI across machines (feature `mpi`): one gmprt runtime per rank, and the messages between
+//! ranks sent from gmprt tasks without blocking a P (issue 29).
+//!
+//! [`Mpi::init`] starts MPI (rsmpi over the system's MPI; built and tested on Debian's Open MPI
+//! 4.1) and owns it until it is dropped (`MPI_Finalize`). [`Mpi::comm`] hands out [`Comm`], a
+//! `Copy + Send + Sync` handle that tasks use: [`Comm::send`], [`Comm::recv`], [`Comm::scatter`],
+//! [`Comm::gather`], [`Comm::agree`] and [`Comm::ping_pong`], each an `async fn` that waits for
+//! MPI in one of two ways ([`Wait`]):
+//!
+//! * [`Wait::HandOff`] — the blocking call (`MPI_Send`, `MPI_Recv`) inside
+//!   [`gmprt::runtime::syscall`](crate::runtime::syscall), Go's `entersyscall`: the M gives up
+//!   its P for the call, and sysmon hands the P to another M if the call lasts past a tick
+//!   (20 µs), so the other tasks go on running. If the thread cap refuses the hand-off
+//!   ([`ThreadLimit`](crate::runtime::ThreadLimit)), that one call falls back to polling (the
+//!   closure comes back unrun, so nothing was sent twice), and [`wait_stats`] counts it. Off an
+//!   M (`block_on`, a plain thread) the call just blocks its thread, which holds no P.
+//! * [`Wait::Poll`] — the non-blocking call (`MPI_Isend`, `MPI_Irecv`) and a task that tests the
+//!   request (`MPI_Test`, which also drives MPI's progress) and, between tests, yields its P for
+//!   the first [`POLL_YIELDS`] tests, then parks on a timer, from [`POLL_PARK_MIN`] doubling to
+//!   [`POLL_PARK_MAX`]. No thread is ever blocked in MPI.
+//!
+//! # Which one, and why (measured)
+//!
+//! Both were measured in the same run by `mpi_screener --calibrate` (2 ranks, loopback, on the
+//! 2-core VM, oversubscribed: `mpirun --oversubscribe -np 2`; the README's "Past one machine"
+//! has the table). The default is [`Wait::HandOff`]: see [`Wait::default`] for the figures.
+//!
+//! # Collectives, and why they are point to point
+//!
+//! [`Comm::scatter`] and [`Comm::gather`] are linear: the root sends (or receives) one message
+//! per other rank, in rank order. They are built on the same two calls as everything else, so
+//! the two waits send the same messages and their comparison measures the waiting alone; with
+//! 2 ranks, MPI's own `MPI_Scatterv` sends the same single message. A reduction is a
+//! [`Comm::gather`] followed by a sum on the root in rank order: `MPI_Reduce` leaves the order of
+//! a floating-point sum to the implementation, and the screener's results must equal a single
+//! process's bit for bit.
+//!
+//! # A rank that fails: an error on every rank, never a hang
+//!
+//! A rank that fails must not simply leave: the others would wait for it forever in the next
+//! call that needs it. The protocol:
+//! 1. At each checkpoint every rank calls [`Comm::agree`] with its own outcome, even a rank that
+//!    failed (it reports its error instead of skipping the collective). `agree` gathers the
+//!    outcomes on rank 0 and sends the verdict back to every rank: `Ok`, or the first failed
+//!    rank (in rank order) and its message, as [`MpiError::RankFailed`] on every rank. Every
+//!    rank then stops with that error (the screener prints it and exits 1).
+//! 2. A rank that cannot reach a checkpoint — it panicked — aborts the job: [`Mpi::init`]
+//!    installs a panic hook that prints the panic, then calls `MPI_Abort` on the world, and
+//!    `mpirun` stops every rank with a non-zero status. (A panic inside a task is therefore
+//!    fatal to the job, not only to the task: a rank that lost a task cannot keep its part in
+//!    the next collective.)
+//! 3. A rank that dies (a signal) is seen by `mpirun`, which stops the others.
+//!
+//! # Threads: why MPI_THREAD_MULTIPLE, and why it is safe
+//!
+//! The runtime's Ms are several OS threads, and a task may run on any of them, so two ranks'
+//! tasks on two Ms may call MPI at the same time. [`Mpi::init`] asks for
+//! `MPI_THREAD_MULTIPLE` and refuses to go on with less ([`MpiError::ThreadLevel`]); Open MPI
+//! 4.1.4 (Debian 12) grants it. Under it every MPI call may be made from any thread,
+//! concurrently (MPI-3.1 §12.4); `MPI_Init_thread` and `MPI_Finalize` stay on the thread that
+//! owns [`Mpi`] (it is neither `Send` nor `Sync`). A [`Comm`] holds no MPI handle: every call
+//! names `MPI_COMM_WORLD` afresh.
+mod pending;
+
+use crate::runtime::{syscall, time::sleep, yield_now};
+use mpi::datatype::Equivalence;
+use mpi::environment::Universe;
+use mpi::point_to_point::{Destination, Source, Status};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::Threading;
+use pending::Pending;
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use mpi::Tag;
+
+/// Tests of a polled request that yield the P before the task starts to park between tests:
+/// 64 yields cover a small message's round trip on a busy P (a few µs each) without a timer.
+pub const POLL_YIELDS: u32 = 64;
+/// The first park between two tests, after [`POLL_YIELDS`] yields.
+pub const POLL_PARK_MIN: Duration = Duration::from_micros(20);
+/// The longest park between two tests: a message that completes during a park waits at most
+/// this long to be noticed.
+pub const POLL_PARK_MAX: Duration = Duration::from_millis(1);
+
+/// How a [`Comm`] call waits for MPI (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Wait {
+    /// The blocking MPI call inside [`gmprt::runtime::syscall`](crate::runtime::syscall): the P
+    /// is handed off for the call.
+    HandOff,
+    /// The non-blocking MPI call, tested by the task, which yields and then parks between tests.
+    Poll,
+}
+
+impl Default for Wait {
+    /// [`Wait::HandOff`]. Measured on the 2-core VM (2 ranks oversubscribed, loopback, medians;
+    /// the README's "Past one machine"): hand-off has the shorter round trip for small messages
+    /// and the same time for large ones, and needs no tuning; polling's parks add up to
+    /// [`POLL_PARK_MAX`] to a slow message.
+    fn default() -> Wait {
+        Wait::HandOff
+    }
+}
+
+impl std::str::FromStr for Wait {
+    type Err = String;
+    /// `handoff` or `poll`.
+    fn from_str(s: &str) -> Result<Wait, String> {
+        match s {
+            "handoff" => Ok(Wait::HandOff),
+            "poll" => Ok(Wait::Poll),
+            other => Err(format!("`{other}` is not a wait: write handoff or poll")),
+        }
+    }
+}
+
+impl fmt::Display for Wait {
+    /// `handoff` or `poll`, as [`str::parse`] reads them.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Wait::HandOff => "handoff",
+            Wait::Poll => "poll",
+        })
+    }
+}
+
+/// What went wrong, on this rank or (`RankFailed`) on another.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MpiError {
+    /// MPI was initialised already in this process (rsmpi allows one `Universe`).
+    AlreadyInitialized,
+    /// MPI granted a thread level below `MPI_THREAD_MULTIPLE`, which the runtime's Ms need.
+    ThreadLevel {
+        /// What MPI granted.
+        granted: String,
+    },
+    /// A rank outside `0..size`, or a message to oneself.
+    BadRank {
+        /// The rank asked for.
+        rank: usize,
+        /// The world's size.
+        size: usize,
+    },
+    /// A message longer than MPI's count (`i32::MAX` elements).
+    TooLong {
+        /// Elements asked for.
+        len: usize,
+    },
+    /// A receive got another number of elements than its buffer holds.
+    Count {
+        /// From which rank.
+        from: usize,
+        /// The elements expected.
+        expected: usize,
+        /// The elements that came.
+        got: usize,
+    },
+    /// The arguments do not fit the call (counts that do not sum to the data, a missing root
+    /// buffer).
+    Args(String),
+    /// A rank reported a failure at an [`Comm::agree`] checkpoint: every rank gets this.
+    RankFailed {
+        /// The first failed rank, in rank order.
+        rank: usize,
+        /// Its error.
+        message: String,
+    },
+}
+
+impl fmt::Display for MpiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MpiError::AlreadyInitialized => write!(f, "MPI is initialised already in this process"),
+            MpiError::ThreadLevel { granted } => write!(
+                f,
+                "MPI granted the thread level {granted}, below MPI_THREAD_MULTIPLE, which gmprt's Ms need \
+                 (they call MPI from several threads); use an MPI built with thread support"
+            ),
+            MpiError::BadRank { rank, size } => {
+                write!(f, "rank {rank} is not another rank of this world of {size}")
+            }
+            MpiError::TooLong { len } => {
+                write!(f, "a message of {len} elements is longer than MPI's count allows ({})", i32::MAX)
+            }
+            MpiError::Count { from, expected, got } => {
+                write!(f, "expected {expected} elements from rank {from}, got {got}")
+            }
+            MpiError::Args(why) => f.write_str(why),
+            MpiError::RankFailed { rank, message } => write!(f, "rank {rank} failed: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for MpiError {}
+
+/// Counts of how this process's [`Comm`] calls waited (all ranks count their own).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WaitStats {
+    /// Blocking calls run inside `syscall` (P handed off).
+    pub handoffs: u64,
+    /// Hand-offs refused by the thread cap, which polled instead.
+    pub fallbacks: u64,
+    /// `MPI_Test` calls of polled requests.
+    pub tests: u64,
+    /// Timer parks between two tests.
+    pub parks: u64,
+}
+
+static HANDOFFS: AtomicU64 = AtomicU64::new(0);
+static FALLBACKS: AtomicU64 = AtomicU64::new(0);
+static TESTS: AtomicU64 = AtomicU64::new(0);
+static PARKS: AtomicU64 = AtomicU64::new(0);
+/// Set by `Mpi::drop` before `MPI_Finalize`: the panic hook must not call MPI after it.
+static FINALIZED: AtomicBool = AtomicBool::new(false);
+
+/// This process's [`WaitStats`] so far (Relaxed counters: a snapshot, not a synchronisation).
+pub fn wait_stats() -> WaitStats {
+    WaitStats {
+        handoffs: HANDOFFS.load(Relaxed),
+        fallbacks: FALLBACKS.load(Relaxed),
+        tests: TESTS.load(Relaxed),
+        parks: PARKS.load(Relaxed),
+    }
+}
+
+/// MPI in this process, from `MPI_Init_thread` to `MPI_Finalize` (on drop). Neither `Send` nor
+/// `Sync`: it stays on the thread that initialised MPI, as MPI requires for finalising.
+pub struct Mpi {
+    _universe: Universe,
+    rank: usize,
+    size: usize,
+}
+
+impl Mpi {
+    /// Initialises MPI with `MPI_THREAD_MULTIPLE` and installs the panic hook of the module
+    /// docs (a panic anywhere in this process prints, then aborts every rank).
+    ///
+    /// # Errors
+    /// [`MpiError::AlreadyInitialized`], or [`MpiError::ThreadLevel`] when MPI grants less
+    /// than `MPI_THREAD_MULTIPLE` (MPI is finalised again before returning).
+    pub fn init() -> Result<Mpi, MpiError> {
+        let (universe, granted) =
+            mpi::initialize_with_threading(Threading::Multiple).ok_or(MpiError::AlreadyInitialized)?;
+        if granted != Threading::Multiple {
+            return Err(MpiError::ThreadLevel { granted: format!("{granted:?}") });
+        }
+        let world = universe.world();
+        let (rank, size) = (world.rank() as usize, world.size() as usize);
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            if !FINALIZED.load(Relaxed) {
+                eprintln!("rank {rank}: panicked; aborting every rank (MPI_Abort), since this one cannot take part in the next collective");
+                SimpleCommunicator::world().abort(70);
+            }
+        }));
+        Ok(Mpi { _universe: universe, rank, size })
+    }
+
+    /// This process's rank in the world.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Ranks in the world.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The MPI library's own version string (`MPI_Get_library_version`), first line.
+    pub fn library(&self) -> String {
+        mpi::environment::library_version()
+            .map(|v| v.split(['\n', ',']).next().unwrap_or("").trim().to_string())
+            .unwrap_or_else(|_| "unknown MPI".into())
+    }
+
+    /// A handle for tasks, waiting the `wait` way.
+    pub fn comm(&self, wait: Wait) -> Comm {
+        Comm { rank: self.rank, size: self.size, wait }
+    }
+
+    /// Stops every rank now (`MPI_Abort` with `code`), for an error that cannot wait for a
+    /// checkpoint.
+    pub fn abort(&self, code: i32) -> ! {
+        SimpleCommunicator::world().abort(code)
+    }
+}
+
+impl Drop for Mpi {
+    fn drop(&mut self) {
+        FINALIZED.store(true, Relaxed);
+    }
+}
+
+impl fmt::Debug for Mpi {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mpi").field("rank", &self.rank).field("size", &self.size).finish_non_exhaustive()
+    }
+}
+
+/// Tags of the calls built on send and receive, so that one call's messages never match
+/// another's.
+const TAG_SCATTER: Tag = 1_000_001;
+const TAG_GATHER: Tag = 1_000_002;
+const TAG_AGREE: Tag = 1_000_003;
+const TAG_VERDICT: Tag = 1_000_004;
+const TAG_PING: Tag = 1_000_005;
+
+/// The longest failure message [`Comm::agree`] carries (longer ones are cut, on a character
+/// boundary).
+pub const AGREE_MESSAGE_BYTES: usize = 1024;
+
+/// The world, for tasks: `Copy + Send + Sync`, and holds no MPI handle (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Comm {
+    rank: usize,
+    size: usize,
+    wait: Wait,
+}
+
+impl Comm {
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Ranks in the world.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// How this handle's calls wait.
+    pub fn wait(&self) -> Wait {
+        self.wait
+    }
+
+    /// The same world, waiting the `wait` way.
+    pub fn with_wait(self, wait: Wait) -> Comm {
+        Comm { wait, ..self }
+    }
+
+    fn peer(&self, rank: usize) -> Result<i32, MpiError> {
+        if rank >= self.size || rank == self.rank {
+            return Err(MpiError::BadRank { rank, size: self.size });
+        }
+        Ok(rank as i32)
+    }
+
+    /// Sends `buf` to rank `to` with `tag`, and gives the buffer back.
+    ///
+    /// # Errors
+    /// [`MpiError::BadRank`] for `to` outside the world or this rank; [`MpiError::TooLong`].
+    pub async fn send<T>(&self, to: usize, tag: Tag, buf: Vec<T>) -> Result<Vec<T>, MpiError>
+    where
+        T: Equivalence + Send + Sync + Clone + 'static,
+    {
+        let len = buf.len();
+        let buf = Arc::new(buf);
+        self.send_part(to, tag, &buf, 0..len).await?;
+        // Every request on it has completed, so this is the last reference (no copy).
+        Ok(Arc::try_unwrap(buf).unwrap_or_else(|shared| shared.as_ref().clone()))
+    }
+
+    /// Sends `buf[range]` to rank `to` with `tag`: a part of a buffer, without copying it.
+    async fn send_part<T>(
+        &self,
+        to: usize,
+        tag: Tag,
+        buf: &Arc<Vec<T>>,
+        range: Range<usize>,
+    ) -> Result<(), MpiError>
+    where
+        T: Equivalence + Send + Sync + Clone + 'static,
+    {
+        let to = self.peer(to)?;
+        count(range.len())?;
+        if range.end > buf.len() {
+            return Err(MpiError::Args(format!("send: part {range:?} of a buffer of {}", buf.len())));
+        }
+        if self.wait == Wait::HandOff {
+            let part = &buf[range.clone()];
+            let sent = syscall(|| SimpleCommunicator::world().process_at_rank(to).send_with_tag(part, tag));
+            match sent {
+                Ok(()) => {
+                    HANDOFFS.fetch_add(1, Relaxed);
+                    return Ok(());
+                }
+                Err(_refused) => {
+                    FALLBACKS.fetch_add(1, Relaxed);
+                }
+            }
+        }
+        poll(Pending::send(buf.clone(), range, to, tag)).await;
+        Ok(())
+    }
+
+    /// Receives from rank `from` with `tag` into `buf`, whose length is the element count
+    /// expected, and returns it filled.
+    ///
+    /// # Errors
+    /// [`MpiError::BadRank`], [`MpiError::TooLong`], and [`MpiError::Count`] when a shorter
+    /// message came (a longer one is MPI's truncation error, fatal to the job under MPI's
+    /// default error handler: `mpirun` stops every rank).
+    pub async fn recv<T>(&self, from: usize, tag: Tag, mut buf: Vec<T>) -> Result<Vec<T>, MpiError>
+    where
+        T: Equivalence + Send + Sync + Clone + 'static,
+    {
+        let src = self.peer(from)?;
+        count(buf.len())?;
+        let status = if self.wait == Wait::HandOff {
+            let got = syscall(|| {
+                SimpleCommunicator::world().process_at_rank(src).receive_into_with_tag(&mut buf[..], tag)
+            });
+            match got {
+                Ok(status) => {
+                    HANDOFFS.fetch_add(1, Relaxed);
+                    Some(status)
+                }
+                Err(_refused) => {
+                    FALLBACKS.fetch_add(1, Relaxed);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let status = match status {
+            Some(s) => s,
+            None => {
+                let (b, s) = poll(Pending::recv(buf, src, tag)).await;
+                buf = b.unwrap_or_default(); // a receive's `Pending` always gives its buffer back
+                s
+            }
+        };
+        let got = status.count(T::equivalent_datatype()) as usize;
+        if got != buf.len() {
+            return Err(MpiError::Count { from, expected: buf.len(), got });
+        }
+        Ok(buf)
+    }
+
+    /// Scatters `data` from `root`: rank `r` gets `counts[r]` elements, in rank order (rank 0
+    /// the first `counts[0]`, …). The root passes `Some(data)` and every rank the same
+    /// `counts`; each gets its own part back. Linear: the root sends one message per other
+    /// rank, in rank order (module docs).
+    ///
+    /// # Errors
+    /// [`MpiError::Args`] when `counts` does not have one count per rank, or does not sum to
+    /// the root's data, or the root has no data; the errors of [`Comm::send`] / [`Comm::recv`].
+    pub async fn scatter<T>(
+        &self,
+        root: usize,
+        data: Option<Vec<T>>,
+        counts: &[usize],
+    ) -> Result<Vec<T>, MpiError>
+    where
+        T: Equivalence + Send + Sync + Clone + Default + 'static,
+    {
+        self.check_root(root)?;
+        self.check_counts("scatter", counts)?;
+        if self.rank != root {
+            return self.recv(root, TAG_SCATTER, vec![T::default(); counts[self.rank]]).await;
+        }
+        let data = data.ok_or_else(|| MpiError::Args("scatter: the root passes the data".into()))?;
+        let total: usize = counts.iter().sum();
+        if total != data.len() {
+            return Err(MpiError::Args(format!(
+                "scatter: the counts sum to {total}, the root's data has {}",
+                data.len()
+            )));
+        }
+        // The parts are ranges of one shared buffer: no copy is sent.
+        let data = Arc::new(data);
+        let mut at = 0;
+        let mut own = 0..0;
+        for (r, &c) in counts.iter().enumerate() {
+            if r == root {
+                own = at..at + c;
+            } else {
+                self.send_part(r, TAG_SCATTER, &data, at..at + c).await?;
+            }
+            at += c;
+        }
+        // Every send has completed: the root keeps its own part of the buffer, moved down to
+        // its front (no copy when the root's part comes first, as rank 0's does).
+        let mut data = Arc::try_unwrap(data).unwrap_or_else(|shared| shared.as_ref().clone());
+        data.truncate(own.end);
+        data.drain(..own.start);
+        Ok(data)
+    }
+
+    /// Gathers every rank's part on `root`: rank `r` passes its `counts[r]` elements (every
+    /// rank the same `counts`); the root gets the parts in rank order (its own included), the
+    /// others `None`. Linear: the root receives one message per other rank, in rank order.
+    ///
+    /// # Errors
+    /// [`MpiError::Args`] for a root outside the world, `counts` without one count per rank, or
+    /// a part of another length than its count; those of [`Comm::send`] / [`Comm::recv`]
+    /// ([`MpiError::Count`] when a rank sent another length).
+    pub async fn gather<T>(
+        &self,
+        root: usize,
+        mine: Vec<T>,
+        counts: &[usize],
+    ) -> Result<Option<Vec<Vec<T>>>, MpiError>
+    where
+        T: Equivalence + Send + Sync + Clone + Default + 'static,
+    {
+        self.check_root(root)?;
+        self.check_counts("gather", counts)?;
+        if mine.len() != counts[self.rank] {
+            return Err(MpiError::Args(format!(
+                "gather: rank {} passed {} elements, its count is {}",
+                self.rank,
+                mine.len(),
+                counts[self.rank]
+            )));
+        }
+        if self.rank != root {
+            self.send(root, TAG_GATHER, mine).await?;
+            return Ok(None);
+        }
+        let mut all = Vec::with_capacity(self.size);
+        let mut mine = Some(mine);
+        for (r, &c) in counts.iter().enumerate() {
+            if r == root {
+                all.push(mine.take().unwrap_or_default());
+            } else {
+                all.push(self.recv(r, TAG_GATHER, vec![T::default(); c]).await?);
+            }
+        }
+        Ok(Some(all))
+    }
+
+    /// The checkpoint of the module docs: every rank passes its own outcome; every rank gets
+    /// `Ok` if all ranks passed `Ok`, else [`MpiError::RankFailed`] naming the first failed
+    /// rank and its message (cut to [`AGREE_MESSAGE_BYTES`]). Every rank must call it at the
+    /// same point, a failed rank included.
+    ///
+    /// # Errors
+    /// [`MpiError::RankFailed`]; those of [`Comm::send`] / [`Comm::recv`].
+    pub async fn agree(&self, outcome: Result<(), String>) -> Result<(), MpiError> {
+        // A report is [failed: 0 or 1][the text, zero-padded]; the verdict is the same with
+        // the failed rank's number (8 bytes, little-endian) after the flag.
+        let report = encode(&outcome);
+        let verdict = if self.rank == 0 {
+            let mut first = outcome.is_err().then_some((0usize, report));
+            for r in 1..self.size {
+                let got = self.recv(r, TAG_AGREE, vec![0u8; 1 + AGREE_MESSAGE_BYTES]).await?;
+                if first.is_none() && got[0] != 0 {
+                    first = Some((r, got));
+                }
+            }
+            let mut v = vec![0u8; 9 + AGREE_MESSAGE_BYTES];
+            if let Some((r, report)) = &first {
+                v[0] = 1;
+                v[1..9].copy_from_slice(&(*r as u64).to_le_bytes());
+                v[9..].copy_from_slice(&report[1..]);
+            }
+            for r in 1..self.size {
+                self.send(r, TAG_VERDICT, v.clone()).await?;
+            }
+            v
+        } else {
+            self.send(0, TAG_AGREE, report).await?;
+            self.recv(0, TAG_VERDICT, vec![0u8; 9 + AGREE_MESSAGE_BYTES]).await?
+        };
+        if verdict[0] == 0 {
+            return Ok(());
+        }
+        let mut rank = [0u8; 8];
+        rank.copy_from_slice(&verdict[1..9]);
+        Err(MpiError::RankFailed { rank: u64::from_le_bytes(rank) as usize, message: text(&verdict[9..]) })
+    }
+
+    /// Round trips of `bytes`-byte messages between rank 0 and rank `peer`, `repeats` times
+    /// after one untimed warm-up: rank 0 sends and waits for the echo, `peer` echoes. Rank 0
+    /// gets the round-trip times, `peer` an empty list; other ranks must not call it.
+    ///
+    /// # Errors
+    /// [`MpiError::BadRank`] when called on a rank other than 0 and `peer`, or with `peer` 0;
+    /// those of [`Comm::send`] / [`Comm::recv`].
+    pub async fn ping_pong(
+        &self,
+        peer: usize,
+        bytes: usize,
+        repeats: usize,
+    ) -> Result<Vec<Duration>, MpiError> {
+        if peer == 0 || peer >= self.size || (self.rank != 0 && self.rank != peer) {
+            return Err(MpiError::BadRank { rank: peer, size: self.size });
+        }
+        let mut buf = vec![0u8; bytes];
+        let mut times = Vec::with_capacity(repeats);
+        for i in 0..=repeats {
+            if self.rank == 0 {
+                let t = Instant::now();
+                buf = self.send(peer, TAG_PING, buf).await?;
+                buf = self.recv(peer, TAG_PING, buf).await?;
+                if i > 0 {
+                    times.push(t.elapsed());
+                }
+            } else {
+                buf = self.recv(0, TAG_PING, buf).await?;
+                buf = self.send(0, TAG_PING, buf).await?;
+            }
+        }
+        Ok(times)
+    }
+
+    fn check_counts(&self, call: &str, counts: &[usize]) -> Result<(), MpiError> {
+        if counts.len() != self.size {
+            return Err(MpiError::Args(format!(
+                "{call}: {} counts for a world of {} ranks",
+                counts.len(),
+                self.size
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_root(&self, root: usize) -> Result<(), MpiError> {
+        if root >= self.size {
+            return Err(MpiError::Args(format!("root {root} is outside the world of {} ranks", self.size)));
+        }
+        Ok(())
+    }
+}
+
+/// MPI counts are `i32`.
+fn count(len: usize) -> Result<i32, MpiError> {
+    i32::try_from(len).map_err(|_| MpiError::TooLong { len })
+}
+
+/// An outcome as [`Comm::agree`]'s message: a flag byte, then the error's text, zero-padded.
+fn encode(outcome: &Result<(), String>) -> Vec<u8> {
+    let mut w = vec![0u8; 1 + AGREE_MESSAGE_BYTES];
+    if let Err(e) = outcome {
+        w[0] = 1;
+        let t = cut(e, AGREE_MESSAGE_BYTES);
+        w[1..1 + t.len()].copy_from_slice(t.as_bytes());
+    }
+    w
+}
+
+/// The zero-padded text of a report or verdict.
+fn text(w: &[u8]) -> String {
+    String::from_utf8_lossy(w).trim_end_matches('\u{0}').to_string()
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
+fn cut(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Tests `p` until it completes: yields for the first [`POLL_YIELDS`] tests, then parks on a
+/// timer between tests, from [`POLL_PARK_MIN`] doubling to [`POLL_PARK_MAX`].
+async fn poll<T: Equivalence + Send + Sync + 'static>(mut p: Pending<T>) -> (Option<Vec<T>>, Status) {
+    let mut tests = 0u32;
+    let mut park = POLL_PARK_MIN;
+    loop {
+        TESTS.fetch_add(1, Relaxed);
+        if let Some(done) = p.try_finish() {
+            return done;
+        }
+        tests += 1;
+        if tests < POLL_YIELDS {
+            yield_now().await;
+        } else {
+            PARKS.fetch_add(1, Relaxed);
+            sleep(park).await;
+            park = (park * 2).min(POLL_PARK_MAX);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_parse_and_print() {
+        for w in [Wait::HandOff, Wait::Poll] {
+            assert_eq!(w.to_string().parse::<Wait>(), Ok(w));
+        }
+        assert!("spin".parse::<Wait>().unwrap_err().contains("handoff or poll"));
+        assert_eq!(Wait::default(), Wait::HandOff);
+    }
+
+    #[test]
+    fn agree_messages_round_trip_and_cut_on_characters() {
+        assert_eq!(encode(&Ok(()))[0], 0);
+        let w = encode(&Err("device failed".into()));
+        assert_eq!((w[0], text(&w[1..]).as_str()), (1, "device failed"));
+        let long = "é".repeat(AGREE_MESSAGE_BYTES); // 2 bytes each
+        let w = encode(&Err(long));
+        assert_eq!(text(&w[1..]).chars().count(), AGREE_MESSAGE_BYTES / 2);
+        assert_eq!(cut("aé", 2), "a");
+    }
+}
