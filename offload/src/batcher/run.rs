@@ -265,6 +265,7 @@ impl<K: BatchKernel> Shared<K> {
         self.trace.as_ref().map(|_| Marks {
             seq,
             n,
+            device: device_index,
             reason: taken.reason,
             side: ex.side,
             ok,

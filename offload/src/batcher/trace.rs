@@ -85,6 +85,8 @@ use std::time::{Duration, Instant};
 pub(super) struct Marks {
     pub(super) seq: u64,
     pub(super) n: usize,
+    /// The index of the device that ran it (`Batcher::spread`; 0 with one device).
+    pub(super) device: usize,
     pub(super) reason: CloseReason,
     pub(super) side: Side,
     pub(super) ok: bool,
@@ -173,6 +175,7 @@ impl SlotTrace {
             vec![
                 ("batch", json!(m.seq)),
                 ("n", json!(m.n)),
+                ("device", json!(m.device)),
                 ("closed_by", json!(m.reason.name())),
                 ("placement", json!(m.side.name())),
                 ("ok", json!(m.ok)),

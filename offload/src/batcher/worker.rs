@@ -154,7 +154,9 @@ impl<K: BatchKernel> Shared<K> {
         // slice holds the runtime's wake arrows.
         if let (Some(lanes), Some(marks)) = (lanes, marks) {
             let procs = self.cpu_rt.as_ref().map_or(1, |rt| rt.procs());
-            lanes.batch(&marks, Instant::now(), self.config.model.as_deref(), self.kernel.name(), procs);
+            // The model twin is priced by the model of the device that ran the batch.
+            let model = kit.model.as_deref().or(self.config.model.as_deref());
+            lanes.batch(&marks, Instant::now(), model, self.kernel.name(), procs);
         }
     }
 
