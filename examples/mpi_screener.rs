@@ -29,8 +29,9 @@
 //!
 //! # Failures
 //! `--fail-rank R` makes rank R report a failure at the checkpoint after pricing (`--fail-how
-//! error`), or panic there (`panic`): every rank prints `rank R failed: …` and exits 1, or the
-//! panic aborts every rank through `MPI_Abort`. Never a hang (see `gmprt::mpi`).
+//! error`), or panic there (`panic`): every rank prints `rank R failed: …` and exits 1 (rank 0
+//! adds that every rank stopped), or the panic aborts every rank through `MPI_Abort`. Never a
+//! hang (see `gmprt::mpi`).
 //!
 //! # `--calibrate`
 //! Ping-pong round trips between ranks 0 and 1 over sizes from 8 B to 4 MiB and the book's
@@ -217,9 +218,6 @@ fn on_task<T: Send + 'static>(rt: &Runtime, fut: impl std::future::Future<Output
     rt.block_on(rt.spawn(fut)).expect("a task of this program panicked (the panic hook aborts first)")
 }
 
-/// Why this rank stops (printed by `main`, which then finalises MPI and exits 1).
-type Stop = String;
-
 /// One run's timings on this rank.
 #[derive(Clone, Copy, Debug, Default)]
 struct Times {
@@ -234,30 +232,54 @@ fn main() {
     let mpi = Mpi::init().unwrap_or_else(|e| common::fail(NAME, e));
     let rank = mpi.rank();
     let result = run(&a, &mpi);
-    // MPI_Finalize on every rank, failed or not: every rank learnt of a failure at the same
-    // checkpoint, so every rank gets here.
-    drop(mpi);
-    match result {
-        Ok(()) => {}
-        Err(Exit::BadArgs(e)) => common::fail(NAME, e),
-        Err(Exit::Stop(e)) => {
-            eprintln!("{NAME}: rank {rank}: stopping: {e}");
-            std::process::exit(1)
+    // A failure agreed on at a checkpoint reaches every rank there: each says so in one write,
+    // waits until every rank has written, finalises and exits 1. (mpirun stops the job at the
+    // first non-zero exit: a line written in pieces, as `eprintln!` writes it, lost a piece in 2
+    // runs of 10 on Open MPI 4.1; one write before the barrier lost none in 30.) A failure of
+    // this rank alone that no checkpoint carried (an MPI call that failed here) cannot wait for
+    // the others, which may be waiting for this rank: it aborts the job.
+    let code = match &result {
+        Ok(()) => 0,
+        Err(Exit::BadArgs(e)) => {
+            eprintln!("{NAME}: {e}");
+            2
         }
-    }
+        Err(Exit::Agreed(e)) => {
+            let mut text = format!("{NAME}: rank {rank}: stopping: {e}\n");
+            if rank == 0 {
+                text +=
+                    &format!("{NAME}: every rank (all {}) stopped at the same checkpoint: {e}\n", mpi.size());
+            }
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
+            mpi.barrier();
+            1
+        }
+        Err(Exit::Local(e)) => {
+            let text = format!("{NAME}: rank {rank}: {e}; aborting every rank (MPI_Abort)\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
+            mpi.abort(1)
+        }
+    };
+    drop(mpi);
+    std::process::exit(code)
 }
 
 /// How `run` ends early.
 enum Exit {
     /// A command line that no rank can run (every rank sees the same one): exit 2.
     BadArgs(String),
-    /// An error every rank agreed on, or this rank's own: exit 1.
-    Stop(Stop),
+    /// A failure every rank learnt of at the same checkpoint: exit 1 together.
+    Agreed(String),
+    /// A failure of this rank alone, outside a checkpoint: abort the job.
+    Local(String),
 }
 
 impl From<MpiError> for Exit {
     fn from(e: MpiError) -> Exit {
-        Exit::Stop(e.to_string())
+        match e {
+            MpiError::RankFailed { .. } => Exit::Agreed(e.to_string()),
+            e => Exit::Local(e.to_string()),
+        }
     }
 }
 
@@ -286,7 +308,7 @@ fn run(a: &Args, mpi: &Mpi) -> Result<(), Exit> {
                 mpi.abort(2)
             });
             r.block_on(comm.agree(Err(e.clone())))?;
-            return Err(Exit::Stop(e));
+            return Err(Exit::Agreed(e));
         }
     };
     on_task(&rt, async move { comm.agree(Ok(())).await })?;
@@ -303,6 +325,20 @@ fn run(a: &Args, mpi: &Mpi) -> Result<(), Exit> {
             if procs == 1 { "" } else { "s" },
             a.repeats
         );
+    }
+    // A task waiting in MPI leaves its P free: checked on ranks 0 and 1 with this wait, and
+    // with the hand-off refused by a thread cap of 1 (it then polls).
+    let mut free = Vec::new();
+    if size >= 2 && rank <= 1 {
+        free.push(p_stays_free(comm, None)?);
+        if a.wait == Wait::HandOff {
+            free.push(p_stays_free(comm, Some(1))?);
+        }
+    }
+    if rank == 0 {
+        for line in &free {
+            println!("{line}");
+        }
     }
     // Rank 0's book, staged share by share (each share's columns, stride = its count).
     let book: Option<Vec<u32>> = (rank == 0).then(|| {
@@ -354,7 +390,7 @@ fn run(a: &Args, mpi: &Mpi) -> Result<(), Exit> {
             let g = fold(&all);
             if let Some(prev) = greeks {
                 if prev.map(f64::to_bits) != g.map(f64::to_bits) {
-                    return Err(Exit::Stop(format!(
+                    return Err(Exit::Local(format!(
                         "run {run} reduced other Greeks than run 0: {g:?} against {prev:?}"
                     )));
                 }
@@ -417,6 +453,60 @@ fn run(a: &Args, mpi: &Mpi) -> Result<(), Exit> {
         calibrate(&rt, comm, &plan, book, &word_counts, mine.compute, my_m)?;
     }
     Ok(())
+}
+
+/// Tags of [`p_stays_free`]'s two messages.
+const TAG_GO: gmprt::mpi::Tag = 7;
+const TAG_REPLY: gmprt::mpi::Tag = 8;
+
+/// Proves, by events, that a task waiting in MPI does not hold its P: on rank 1, a runtime of
+/// one P runs task A, which waits for a message from rank 0, and task B, which tells rank 0 to
+/// send it — once A has started to wait. Rank 0 sends only when told. If A's wait held the only
+/// P, B could never run and the job would hang (the tests' deadline catches that). With
+/// `cap`, rank 1's runtime may start only that many threads, so the hand-off is refused and
+/// the call polls instead (counted in `wait_stats().fallbacks`). Ranks 0 and 1 only.
+fn p_stays_free(comm: Comm, cap: Option<usize>) -> Result<String, MpiError> {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Arc;
+    let mut b = Runtime::builder().procs(1);
+    if let Some(c) = cap {
+        b = b.max_threads(c);
+    }
+    let rt = b.build().map_err(|e| MpiError::Args(format!("a 1-P runtime: {e}")))?;
+    let before = wait_stats();
+    if comm.rank() == 0 {
+        on_task(&rt, async move {
+            comm.recv(1, TAG_GO, vec![0u8; 1]).await?;
+            comm.send(1, TAG_REPLY, vec![1u8; 1]).await.map(drop)
+        })?;
+    } else {
+        let waiting = Arc::new(AtomicBool::new(false));
+        let w = waiting.clone();
+        let a = rt.spawn(async move {
+            // SeqCst store, read by B below: B sends only after A has begun its wait.
+            w.store(true, SeqCst);
+            comm.recv(0, TAG_REPLY, vec![0u8; 1]).await
+        });
+        let b = rt.spawn(async move {
+            while !waiting.load(SeqCst) {
+                gmprt::yield_now().await;
+            }
+            comm.send(0, TAG_GO, vec![1u8; 1]).await
+        });
+        rt.block_on(async move {
+            b.await.expect("task B")?;
+            a.await.expect("task A").map(drop)
+        })?;
+    }
+    let after = wait_stats();
+    Ok(format!(
+        "a task waiting in MPI left its P free: checked on 1 P, wait {}{} (rank 0: {} hand-offs, {} fallbacks, {} tests)",
+        comm.wait(),
+        cap.map_or(String::new(), |c| format!(", thread cap {c} (the hand-off is refused: it polls)")),
+        after.handoffs - before.handoffs,
+        after.fallbacks - before.fallbacks,
+        after.tests - before.tests
+    ))
 }
 
 /// `--calibrate`: ping-pongs and the scatter under both waits (medians, same run), the link

@@ -84,6 +84,11 @@ fn text(o: &Output) -> (String, String) {
 /// The Greeks' bits a successful run printed, after checking it succeeded and passed its own
 /// check against one process.
 fn greek_bits(ranks: usize, args: &[&str]) -> String {
+    greek_bits_and_output(ranks, args).0
+}
+
+/// [`greek_bits`], and the run's standard output.
+fn greek_bits_and_output(ranks: usize, args: &[&str]) -> (String, String) {
     let o = mpirun(ranks, args);
     let (out, err) = text(&o);
     assert!(o.status.success(), "-np {ranks} {args:?}: {}\n{out}\n{err}", o.status);
@@ -92,10 +97,12 @@ fn greek_bits(ranks: usize, args: &[&str]) -> String {
         assert!(out.contains(&format!("rank {r}: ")), "no line for rank {r}:\n{out}");
     }
     assert!(out.contains(&format!("contracts on {ranks} ranks")), "{out}");
-    out.lines()
+    let bits = out
+        .lines()
         .find_map(|l| l.strip_prefix("greeks as f64 bits: "))
         .unwrap_or_else(|| panic!("no bits line:\n{out}"))
-        .to_string()
+        .to_string();
+    (bits, out)
 }
 
 /// 2 ranks against 1, both waits, both scalings: the same bits. The book (3 × 16,384 + 4,000
@@ -105,8 +112,19 @@ fn two_ranks_equal_one_process_bit_for_bit() {
     let n = "53152";
     let one = greek_bits(1, &["--contracts", n, "--repeats", "1"]);
     for wait in ["handoff", "poll"] {
-        let two = greek_bits(2, &["--contracts", n, "--repeats", "2", "--wait", wait]);
+        let (two, out) = greek_bits_and_output(2, &["--contracts", n, "--repeats", "2", "--wait", wait]);
         assert_eq!(two, one, "--wait {wait}");
+        // The screener's own check that a task waiting in MPI leaves its P free (it would hang
+        // otherwise), and with the hand-off refused by a thread cap.
+        assert!(out.contains(&format!("left its P free: checked on 1 P, wait {wait}")), "{out}");
+        if wait == "handoff" {
+            assert!(
+                out.contains(
+                    "thread cap 1 (the hand-off is refused: it polls) (rank 0: 0 hand-offs, 2 fallbacks"
+                ),
+                "{out}"
+            );
+        }
     }
     // Weak scaling: 26,576 contracts per rank is the same book on 2 ranks.
     let weak = greek_bits(2, &["--contracts", "26576", "--scaling", "weak", "--repeats", "1"]);
@@ -115,20 +133,24 @@ fn two_ranks_equal_one_process_bit_for_bit() {
     assert_ne!(greek_bits(1, &["--contracts", n, "--repeats", "1", "--seed", "8"]), one);
 }
 
-/// A rank that reports a failure at the checkpoint after pricing: every rank prints that
-/// rank's error and exits 1, under both waits, whichever rank fails.
+/// A rank that reports a failure at the checkpoint after pricing: every rank stops with that
+/// rank's error (rank 0 adds that all stopped) and the job exits 1, under both waits,
+/// whichever rank fails.
 #[test]
 fn a_failed_rank_stops_every_rank_with_its_error() {
     for (failed, wait) in [("1", "handoff"), ("0", "poll"), ("1", "poll")] {
         let o = mpirun(2, &["--contracts", "40000", "--fail-rank", failed, "--wait", wait]);
         let (out, err) = text(&o);
         assert!(!o.status.success(), "--fail-rank {failed} succeeded:\n{out}\n{err}");
-        for r in 0..2 {
-            let want = format!(
-                "mpi_screener: rank {r}: stopping: rank {failed} failed: injected failure (--fail-rank {failed})"
-            );
-            assert!(err.contains(&want), "rank {r} did not say {want:?}:\n{err}");
+        let why = format!("rank {failed} failed: injected failure (--fail-rank {failed})");
+        for want in [
+            format!("mpi_screener: rank 0: stopping: {why}"),
+            format!("mpi_screener: rank 1: stopping: {why}"),
+            format!("mpi_screener: every rank (all 2) stopped at the same checkpoint: {why}"),
+        ] {
+            assert!(err.contains(&want), "{want:?} is missing:\n{err}");
         }
+        assert_eq!(o.status.code(), Some(1), "{err}");
         assert!(!out.contains("total:"), "no total after a failure:\n{out}");
     }
 }

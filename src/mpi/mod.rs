@@ -66,6 +66,7 @@ use crate::runtime::{syscall, time::sleep, yield_now};
 use mpi::datatype::Equivalence;
 use mpi::environment::Universe;
 use mpi::point_to_point::{Destination, Source, Status};
+use mpi::collective::CommunicatorCollectives;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::Threading;
 use pending::Pending;
@@ -281,6 +282,12 @@ impl Mpi {
     /// A handle for tasks, waiting the `wait` way.
     pub fn comm(&self, wait: Wait) -> Comm {
         Comm { rank: self.rank, size: self.size, wait }
+    }
+
+    /// Waits until every rank has called it (`MPI_Barrier`), blocking this thread: for the
+    /// thread that owns MPI, outside the runtime (a task uses [`Comm::agree`]).
+    pub fn barrier(&self) {
+        SimpleCommunicator::world().barrier();
     }
 
     /// Stops every rank now (`MPI_Abort` with `code`), for an error that cannot wait for a
