@@ -63,10 +63,10 @@
 mod pending;
 
 use crate::runtime::{syscall, time::sleep, yield_now};
+use mpi::collective::CommunicatorCollectives;
 use mpi::datatype::Equivalence;
 use mpi::environment::Universe;
 use mpi::point_to_point::{Destination, Source, Status};
-use mpi::collective::CommunicatorCollectives;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::Threading;
 use pending::Pending;
@@ -452,8 +452,12 @@ impl Comm {
 
     /// Scatters `data` from `root`: rank `r` gets `counts[r]` elements, in rank order (rank 0
     /// the first `counts[0]`, …). The root passes `Some(data)` and every rank the same
-    /// `counts`; each gets its own part back. Linear: the root sends one message per other
-    /// rank, in rank order (module docs).
+    /// `counts`. A rank other than the root receives its part into `recv`, resized to its
+    /// count only if it has another length (pass the last scatter's buffer back in to reuse its
+    /// memory: a fresh buffer's pages are faulted in during the receive), and gets it back. The
+    /// root's own part stays where it is, in `data` (`MPI_IN_PLACE`): the root gets `recv` back
+    /// untouched. Linear: the root sends one message per other rank, in rank order, each a
+    /// range of `data`, not a copy (module docs).
     ///
     /// # Errors
     /// [`MpiError::Args`] when `counts` does not have one count per rank, or does not sum to
@@ -461,8 +465,9 @@ impl Comm {
     pub async fn scatter<T>(
         &self,
         root: usize,
-        data: Option<Vec<T>>,
+        data: Option<Arc<Vec<T>>>,
         counts: &[usize],
+        mut recv: Vec<T>,
     ) -> Result<Vec<T>, MpiError>
     where
         T: Equivalence + Send + Sync + Clone + Default + 'static,
@@ -470,7 +475,10 @@ impl Comm {
         self.check_root(root)?;
         self.check_counts("scatter", counts)?;
         if self.rank != root {
-            return self.recv(root, TAG_SCATTER, vec![T::default(); counts[self.rank]]).await;
+            if recv.len() != counts[self.rank] {
+                recv.resize(counts[self.rank], T::default());
+            }
+            return self.recv(root, TAG_SCATTER, recv).await;
         }
         let data = data.ok_or_else(|| MpiError::Args("scatter: the root passes the data".into()))?;
         let total: usize = counts.iter().sum();
@@ -480,24 +488,14 @@ impl Comm {
                 data.len()
             )));
         }
-        // The parts are ranges of one shared buffer: no copy is sent.
-        let data = Arc::new(data);
         let mut at = 0;
-        let mut own = 0..0;
         for (r, &c) in counts.iter().enumerate() {
-            if r == root {
-                own = at..at + c;
-            } else {
+            if r != root {
                 self.send_part(r, TAG_SCATTER, &data, at..at + c).await?;
             }
             at += c;
         }
-        // Every send has completed: the root keeps its own part of the buffer, moved down to
-        // its front (no copy when the root's part comes first, as rank 0's does).
-        let mut data = Arc::try_unwrap(data).unwrap_or_else(|shared| shared.as_ref().clone());
-        data.truncate(own.end);
-        data.drain(..own.start);
-        Ok(data)
+        Ok(recv)
     }
 
     /// Gathers every rank's part on `root`: rank `r` passes its `counts[r]` elements (every
