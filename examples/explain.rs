@@ -1,8 +1,11 @@
 //! Why a kernel runs where it runs: the cost model's per-phase breakdown of one batch (queue
 //! wait, launch, H2D, kernel, D2H, GPU total; the CPU time on each P count), the steady-state
 //! time per batch with 1 and 2 slots in flight (`CostModel::predict_pipeline`), the verdict in
-//! plain words, the crossover batch size n* for host-resident and device-resident data, and an
-//! SVG plot of time against batch size (log-log) with n* marked.
+//! plain words, the crossover batch size n* for host-resident and device-resident data, the
+//! network crossover beside them (from which n scattering a batch to a second rank pays, over
+//! shared memory — measured on the 2-core VM — 25 GbE and InfiniBand HDR — published figures —
+//! with each rank at the profile's CPU time; `gmprt_offload::model::network`), and an SVG plot of
+//! time against batch size (log-log) with n* marked and the scattered batch drawn per link.
 //!
 //! ```text
 //! cargo run --release --example explain -- --kernel black-scholes --n 1000000
@@ -34,7 +37,8 @@
 use gmprt::kernels::precision::Precision;
 use gmprt::offload::calibrate::{calibrate, verify, CalibrateOptions, TOLERANCE};
 use gmprt::offload::model::{
-    sgemm_kernel_name, Breakdown, CostModel, Crossover, DeviceProfile, ProfileSource, Residency,
+    sgemm_kernel_name, Breakdown, CostModel, Crossover, DeviceProfile, ItemBytes, LinkSource, NetworkLink,
+    ProfileSource, Residency, Size,
 };
 use gmprt::offload::{Device, DeviceKind};
 use plotters::prelude::*;
@@ -293,6 +297,14 @@ fn tick_secs(s: f64) -> String {
     }
 }
 
+/// A link's label tag: measured where, or published.
+fn link_tag(l: &NetworkLink) -> &'static str {
+    match l.source {
+        LinkSource::Measured { .. } => "measured on the 2-core VM",
+        LinkSource::Published { .. } => "published figures, not measured",
+    }
+}
+
 fn residency_name(r: Residency) -> &'static str {
     match r {
         Residency::Host => "host-resident (GPU pays H2D + D2H)",
@@ -383,10 +395,55 @@ fn explain(model: &CostModel, k: &Kernel, n: usize, resident: bool, out: &Path) 
         println!("  crossover, {}: {} [{t}]", residency_name(r), crossover_words(&c, &unit));
         cross.push((r, c));
     }
+    // The network's crossover beside the PCIe one: from which n scattering a batch to a second
+    // rank pays, each rank computing at the profile's best CPU time.
+    let net = network_crossovers(model, k);
+    if let Some((procs, bytes)) = net_basis(model, k) {
+        println!(
+            "  network crossover, the batch scattered to a 2nd rank (each rank's CPU on {procs} Ps; {} B in, {} B out \
+             per {}; model::network):",
+            bytes.in_bytes,
+            bytes.out_bytes,
+            unit.trim_end_matches('s')
+        );
+    }
+    for (link, c) in &net {
+        let words = match c {
+            Crossover::At { n } => format!("pays from n* = {} {unit} on", size(*n)),
+            Crossover::Always => "pays at every size".to_string(),
+            Crossover::Never { reason } => format!("never pays: {reason}"),
+        };
+        println!("    {}: {words}", link.describe());
+    }
     let path = out.join(format!("explain-{}.svg", k.flag));
-    plot(model, k, n as f64, &unit, &cross, &path).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    plot(model, k, n as f64, &unit, &cross, &net, &path)
+        .map_err(|e| format!("writing {}: {e}", path.display()))?;
     println!("  plot: {} [{t}]", path.display());
     Ok(path)
+}
+
+/// What the network crossover assumes for an item kernel: the Ps of the profile's largest CPU
+/// fit, and the bytes per item each way (the profile's; a fixed output per launch is left out).
+/// `None` for SGEMM, whose batches are not scattered item by item.
+fn net_basis(model: &CostModel, k: &Kernel) -> Option<(usize, ItemBytes)> {
+    let kp = model.profile.kernel(k.name).ok()?;
+    let Size::Items { in_bytes, out_bytes, .. } = kp.size else { return None };
+    let procs = kp.cpu.iter().map(|c| c.procs).max()?;
+    Some((procs, ItemBytes { in_bytes, out_bytes }))
+}
+
+/// The network crossover of `k` for each link of `NetworkLink::presets` (2 ranks, each
+/// computing at the profile's CPU time on its most Ps); empty for SGEMM.
+fn network_crossovers(model: &CostModel, k: &Kernel) -> Vec<(NetworkLink, Crossover)> {
+    let Some((procs, bytes)) = net_basis(model, k) else { return Vec::new() };
+    NetworkLink::presets()
+        .into_iter()
+        .filter_map(|link| {
+            let c =
+                link.scatter_crossover(2, bytes, |x| model.cpu_time(k.name, x, procs).unwrap_or(f64::NAN));
+            c.ok().map(|c| (link, c))
+        })
+        .collect()
 }
 
 /// `pts` log-spaced points from lo to hi.
@@ -401,6 +458,7 @@ fn plot(
     n: f64,
     unit: &str,
     cross: &[(Residency, Crossover)],
+    net: &[(NetworkLink, Crossover)],
     path: &Path,
 ) -> Result<(), Box<dyn Error>> {
     let p = &model.profile;
@@ -435,12 +493,32 @@ fn plot(
     };
     let gpu_host = gpu(Residency::Host)?;
     let gpu_dev = gpu(Residency::Device)?;
+    // Scattered over 2 ranks, per link: the network's time per batch beside the GPU's.
+    let scattered: Vec<(String, Vec<(f64, f64)>)> = match net_basis(model, k) {
+        Some((procs, bytes)) => net
+            .iter()
+            .map(|(link, _)| {
+                let pts = xs
+                    .iter()
+                    .map(|&x| {
+                        let s = link.scatter_time(x, 2, bytes, |m| {
+                            model.cpu_time(k.name, m, procs).unwrap_or(f64::NAN)
+                        })?;
+                        Ok((x, s.scattered))
+                    })
+                    .collect::<Result<Vec<_>, Box<dyn Error>>>()?;
+                Ok((link.label.clone(), pts))
+            })
+            .collect::<Result<_, Box<dyn Error>>>()?,
+        None => Vec::new(),
+    };
     let all_y = cpu_lines
         .iter()
         .flat_map(|(_, l)| l.iter())
         .chain(resident.iter().flat_map(|(_, l)| l.iter()))
         .chain(&gpu_host)
         .chain(&gpu_dev)
+        .chain(scattered.iter().flat_map(|(_, l)| l.iter()))
         .map(|&(_, y)| y);
     let (mut y0, mut y1) = (f64::INFINITY, 0.0f64);
     for y in all_y.filter(|y| *y > 0.0 && y.is_finite()) {
@@ -474,6 +552,17 @@ fn plot(
         };
         for line in wrap(&text, 130) {
             header.push((line, 15, BLACK));
+        }
+    }
+    for (link, c) in net {
+        let who = format!("scattered to a 2nd rank over {} ({})", link.label, link_tag(link));
+        let text = match c {
+            Crossover::At { n } => format!("{who}: pays from n* = {} {unit}", size(*n)),
+            Crossover::Always => format!("{who}: pays at every size"),
+            Crossover::Never { reason } => format!("{who}: never pays — {reason}"),
+        };
+        for line in wrap(&text, 130) {
+            header.push((line, 15, RGBColor(40, 110, 60)));
         }
     }
     let header_h: u32 = header.iter().map(|(_, px, _)| px + 8).sum::<u32>() + 16;
@@ -532,6 +621,16 @@ fn plot(
         .draw_series(LineSeries::new(gpu_dev, dev_color.stroke_width(3)))?
         .label("GPU without transfers (device-resident)")
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], dev_color.stroke_width(3)));
+
+    // Greens, one per link: dashed, the time per batch scattered over 2 ranks.
+    let net_colors = [RGBColor(44, 160, 44), RGBColor(23, 110, 60), RGBColor(120, 190, 60)];
+    for (i, (label, pts)) in scattered.into_iter().enumerate() {
+        let color = net_colors[i % net_colors.len()];
+        chart
+            .draw_series(DashedLineSeries::new(pts, 9, 4, color.stroke_width(2)))?
+            .label(format!("CPU, scattered to a 2nd rank over {label}"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(2)));
+    }
 
     // n* for each residency, where it exists: a dashed vertical line and its label.
     let stars: Vec<f64> = cross

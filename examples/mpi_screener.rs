@@ -90,8 +90,9 @@ struct Args {
     /// Seed of the synthetic option chain
     #[arg(long, value_name = "SEED", default_value_t = 7, value_parser = parse_count)]
     seed: usize,
-    /// Ps per rank [default: GMPRT_MAXPROCS, else this machine's cores over the ranks on it
-    /// (OMPI_COMM_WORLD_LOCAL_SIZE), at least 1]
+    /// Ps per rank [default: GMPRT_MAXPROCS, else the cores this rank may use (its affinity:
+    /// mpirun binds a rank to one core by default for 2 ranks or fewer) over the ranks on this
+    /// machine (OMPI_COMM_WORLD_LOCAL_SIZE), at least 1]
     #[arg(long, value_name = "P", value_parser = positive)]
     procs: Option<usize>,
     /// How a task waits for MPI: handoff (the blocking call in gmprt's syscall) or poll
@@ -297,6 +298,8 @@ fn run(a: &Args, mpi: &Mpi) -> Result<(), Exit> {
     };
     let plan = Plan::new(n, size);
     let procs = procs(a);
+    // The cores this rank may run on (its CPU affinity: mpirun may bind it).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     // Setup: anything that can fail on one rank and not another is agreed on before the book.
     let setup = Runtime::builder().procs(procs).build().map_err(|e| format!("runtime: {e}"));
     let rt = match setup {
@@ -314,7 +317,8 @@ fn run(a: &Args, mpi: &Mpi) -> Result<(), Exit> {
     on_task(&rt, async move { comm.agree(Ok(())).await })?;
     if rank == 0 {
         println!(
-            "{NAME}: {size} ranks ({}), {n} contracts ({}), seed {}, wait {}, {procs} P{} per rank, medians of {}",
+            "{NAME}: {size} ranks ({}), {n} contracts ({}), seed {}, wait {}, {procs} P{} per rank on {} core{} it may \
+             use, medians of {}",
             mpi.library(),
             match a.scaling {
                 Scaling::Strong => "strong scaling: the book is --contracts".to_string(),
@@ -323,8 +327,17 @@ fn run(a: &Args, mpi: &Mpi) -> Result<(), Exit> {
             a.seed,
             a.wait,
             if procs == 1 { "" } else { "s" },
+            cores,
+            if cores == 1 { "" } else { "s" },
             a.repeats
         );
+        if cores < procs {
+            println!(
+                "{NAME}: rank 0 may use {cores} core{} for {procs} Ps (mpirun binds each rank to one core by \
+                 default when there are 2 ranks or fewer: pass --bind-to none, or --map-by slot:PE=<cores>)",
+                if cores == 1 { "" } else { "s" }
+            );
+        }
     }
     // A task waiting in MPI leaves its P free: checked on ranks 0 and 1 with this wait, and
     // with the hand-off refused by a thread cap of 1 (it then polls).
@@ -625,7 +638,7 @@ fn calibrate(
             Ok(Crossover::Never { reason }) => format!("never: {reason}"),
             Err(e) => format!("unknown: {e}"),
         };
-        println!("  {what:<28} {}", link.describe());
+        println!("  {}: {what}\n      {}", link.label, link.describe());
     }
     Ok(())
 }

@@ -492,10 +492,13 @@ fn num(x: f64) -> String {
     }
 }
 
-/// [`NetworkLink::shared_memory_2core_vm`]'s latency (seconds): filled in from the measurement.
-const SHM_LATENCY_S: f64 = 1e-6;
-/// [`NetworkLink::shared_memory_2core_vm`]'s bandwidth (bytes per second).
-const SHM_BANDWIDTH: f64 = 5e9;
+/// [`NetworkLink::shared_memory_2core_vm`]'s latency (seconds): the one-way time of an 8-byte
+/// message, median of the 3 `--calibrate` runs in `benches/results/mpi-2core-issue29.txt`
+/// (305.5, 315.5, 315.5 ns).
+const SHM_LATENCY_S: f64 = 315.5e-9;
+/// [`NetworkLink::shared_memory_2core_vm`]'s bandwidth (bytes per second): the fitted slope,
+/// median of the same 3 runs (11.95, 12.47, 13.25 GB/s).
+const SHM_BANDWIDTH: f64 = 12.47e9;
 
 #[cfg(test)]
 mod tests {
