@@ -317,8 +317,9 @@ fn run(a: &Args, mpi: &Mpi) -> Result<(), Exit> {
     on_task(&rt, async move { comm.agree(Ok(())).await })?;
     if rank == 0 {
         println!(
-            "{NAME}: {size} ranks ({}), {n} contracts ({}), seed {}, wait {}, {procs} P{} per rank on {} core{} it may \
+            "{NAME}: {size} rank{} ({}), {n} contracts ({}), seed {}, wait {}, {procs} P{} per rank on {} core{} it may \
              use, medians of {}",
+            if size == 1 { "" } else { "s" },
             mpi.library(),
             match a.scaling {
                 Scaling::Strong => "strong scaling: the book is --contracts".to_string(),
@@ -442,7 +443,8 @@ fn run(a: &Args, mpi: &Mpi) -> Result<(), Exit> {
         }
         let named: Vec<String> = GREEKS.iter().zip(g).map(|(k, v)| format!("{k} {v:.6e}")).collect();
         println!(
-            "total: {n} contracts on {size} ranks in {} (rank 0, scatter to gather): {}",
+            "total: {n} contracts on {size} rank{} in {} (rank 0, scatter to gather): {}",
+            if size == 1 { "" } else { "s" },
             ms(mine.wall),
             named.join(", ")
         );

@@ -96,7 +96,8 @@ fn greek_bits_and_output(ranks: usize, args: &[&str]) -> (String, String) {
     for r in 0..ranks {
         assert!(out.contains(&format!("rank {r}: ")), "no line for rank {r}:\n{out}");
     }
-    assert!(out.contains(&format!("contracts on {ranks} ranks")), "{out}");
+    let ranks_word = if ranks == 1 { "rank" } else { "ranks" };
+    assert!(out.contains(&format!("contracts on {ranks} {ranks_word} in")), "{out}");
     let bits = out
         .lines()
         .find_map(|l| l.strip_prefix("greeks as f64 bits: "))
