@@ -526,7 +526,12 @@ fn p_stays_free(comm: Comm, cap: Option<usize>) -> Result<String, MpiError> {
     Ok(format!(
         "a task waiting in MPI left its P free: checked on 1 P, wait {}{} (rank 0: {} hand-offs, {} fallbacks, {} tests)",
         comm.wait(),
-        cap.map_or(String::new(), |c| format!(", thread cap {c} (the hand-off is refused: it polls)")),
+        cap.map_or(String::new(), |c| {
+            format!(
+                ", thread cap {c} (the hand-off is refused: it polls; the runtime warns above that it could \
+                 not start a worker thread)"
+            )
+        }),
         after.handoffs - before.handoffs,
         after.fallbacks - before.fallbacks,
         after.tests - before.tests

@@ -121,7 +121,7 @@ fn two_ranks_equal_one_process_bit_for_bit() {
         if wait == "handoff" {
             assert!(
                 out.contains(
-                    "thread cap 1 (the hand-off is refused: it polls) (rank 0: 0 hand-offs, 2 fallbacks"
+                    "thread cap 1 (the hand-off is refused: it polls; the runtime warns above that it could not start a worker thread) (rank 0: 0 hand-offs, 2 fallbacks"
                 ),
                 "{out}"
             );

@@ -66,10 +66,24 @@
 //!    the next collective.)
 //! 3. A rank that dies (a signal) is seen by `mpirun`, which stops the others.
 //!
+//! Why step 1 cannot hang: `agree` is one message from each rank to rank 0 and one back, and
+//! every rank enters it at the same checkpoint, the failed ones too, so every message a rank
+//! waits for is sent. (The screener adds: a failure of one rank outside a checkpoint, such as
+//! an MPI call that failed there, cannot wait for the others, which may be waiting for it; it
+//! calls [`Mpi::abort`].)
+//!
+//! # Matching
+//!
+//! MPI matches a receive to a message by sender and tag, and two messages from one sender with
+//! one tag arrive in the order sent (MPI-3.1 §3.5). Each call here uses its own tags, so a
+//! scatter's messages never meet a gather's; but two calls of the same kind between the same
+//! ranks must not run at the same time (from two tasks), or their messages could be matched
+//! crosswise. One task per rank talking, as in the screener, keeps that by construction.
+//!
 //! # Threads: why MPI_THREAD_MULTIPLE, and why it is safe
 //!
-//! The runtime's Ms are several OS threads, and a task may run on any of them, so two ranks'
-//! tasks on two Ms may call MPI at the same time. [`Mpi::init`] asks for
+//! The runtime's Ms are several OS threads, and a task may run on any of them, so two tasks of
+//! one rank, on two Ms, may call MPI at the same time. [`Mpi::init`] asks for
 //! `MPI_THREAD_MULTIPLE` and refuses to go on with less ([`MpiError::ThreadLevel`]); Open MPI
 //! 4.1.4 (Debian 12) grants it. Under it every MPI call may be made from any thread,
 //! concurrently (MPI-3.1 §12.4); `MPI_Init_thread` and `MPI_Finalize` stay on the thread that
