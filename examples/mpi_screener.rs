@@ -1,14 +1,16 @@
 //! The option screener spread over MPI ranks: rank 0 builds the book (the synthetic option
 //! chain of `option_screener`) and scatters it; each rank prices its share on its own gmprt
-//! runtime (Black-Scholes + 5 Greeks, the CPU kernel, in `parallel_for` chunks); the portfolio
-//! Greeks are reduced to rank 0, which prints one line per rank (its contracts, compute time and
-//! communication time) and then the total, and checks the Greeks against one process pricing
-//! the same book, bit for bit.
+//! runtime (Black-Scholes + 5 Greeks, the CPU kernel, in `parallel_for` chunks) or, with
+//! `--price device`, on its own device (one bulk launch: CUDA when found, else the Host
+//! device); the portfolio Greeks are reduced to rank 0, which prints one line per rank (its
+//! contracts, compute time and communication time) and then the total, and checks the Greeks
+//! against one process pricing the same book the same way, bit for bit.
 //!
 //! ```text
 //! cargo build --release --features mpi --example mpi_screener
 //! mpirun --allow-run-as-root --oversubscribe -np 2 target/release/examples/mpi_screener \
 //!     [--contracts 1e6] [--seed 7] [--procs P] [--wait handoff|poll] [--scaling strong|weak]
+//!     [--price cpu|device]
 //!     [--repeats 3] [--calibrate] [--fail-rank R [--fail-how error|panic]]
 //! ```
 //!
@@ -39,9 +41,13 @@
 //! the hand-off ping-pong (`NetworkLink::fit`) and the network crossover: from how many contracts
 //! scattering a batch to a second rank pays, on this link and on the published ones.
 use clap::Parser;
-use gmprt::kernels::black_scholes::{price_greeks, stage_words, synthetic_chain, BsIn, BsOut, IN_WORDS};
+use gmprt::kernels::black_scholes::{
+    price_greeks, stage_words, synthetic_chain, BsIn, BsOut, IN_WORDS, OUT_WORDS,
+};
 use gmprt::mpi::{wait_stats, Comm, Mpi, MpiError, Wait};
+use gmprt::offload::jobs::BlackScholes;
 use gmprt::offload::model::{Crossover, ItemBytes, NetworkLink, PingPong};
+use gmprt::offload::Device;
 use gmprt::runtime::Runtime;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -68,6 +74,16 @@ enum Scaling {
     Strong,
     /// Each rank's share: the book grows with the ranks.
     Weak,
+}
+
+/// Where a rank prices its share.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Price {
+    /// On the rank's runtime: `parallel_for` over the chunks, the CPU kernel.
+    Cpu,
+    /// On the rank's device (`Device::detect`: CUDA when found, else the Host device), one bulk
+    /// launch of the share, its copies included.
+    Device,
 }
 
 /// How `--fail-rank` fails.
@@ -101,6 +117,10 @@ struct Args {
     /// What --contracts counts: the whole book (strong) or each rank's share (weak)
     #[arg(long, value_enum, default_value = "strong")]
     scaling: Scaling,
+    /// Where each rank prices its share: its runtime's Ps (cpu) or its device (device: CUDA
+    /// when found, else the Host device; GMPRT_DEVICE forces one)
+    #[arg(long, value_enum, default_value = "cpu")]
+    price: Price,
     /// Runs of scatter, price and gather; the times printed are their medians
     #[arg(long, value_name = "R", default_value_t = 3, value_parser = count_in(1, 1000))]
     repeats: usize,
@@ -176,6 +196,29 @@ fn chunk_sums(rt: &Runtime, m: usize, words: &[u32]) -> Vec<f64> {
         *sums[r.start / CHUNK].lock().expect("no chunk panics while holding its sums") = s;
     });
     sums.into_iter().flat_map(|s| s.into_inner().expect("chunk sums")).collect()
+}
+
+/// [`chunk_sums`] on `device`: one bulk launch of the `m` contracts (copies included), then
+/// each chunk's Greeks summed on the host in f64 in contract order, as `chunk_sums` sums them.
+fn chunk_sums_on(device: &Device, m: usize, words: &[u32]) -> Result<Vec<f64>, String> {
+    if m == 0 {
+        return Ok(Vec::new());
+    }
+    let (out, _) = device
+        .run_bulk(&BlackScholes, m, words, m * IN_WORDS, m * OUT_WORDS, false)
+        .map_err(|e| format!("pricing on {}: {e}", device.describe()))?;
+    let mut sums = Vec::with_capacity(6 * m.div_ceil(CHUNK));
+    for lo in (0..m).step_by(CHUNK) {
+        let hi = (lo + CHUNK).min(m);
+        for g in 0..6 {
+            let mut s = 0f64;
+            for &w in &out[g * m + lo..g * m + hi] {
+                s += f64::from(f32::from_bits(w));
+            }
+            sums.push(s);
+        }
+    }
+    Ok(sums)
 }
 
 /// The portfolio Greeks: the chunk sums added in chunk order.
@@ -301,9 +344,16 @@ fn run(a: &Args, mpi: &Mpi) -> Result<(), Exit> {
     // The cores this rank may run on (its CPU affinity: mpirun may bind it).
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     // Setup: anything that can fail on one rank and not another is agreed on before the book.
-    let setup = Runtime::builder().procs(procs).build().map_err(|e| format!("runtime: {e}"));
-    let rt = match setup {
-        Ok(rt) => rt,
+    let setup = Runtime::builder().procs(procs).build().map_err(|e| format!("runtime: {e}")).and_then(|rt| {
+        if a.price == Price::Cpu {
+            return Ok((rt, None));
+        }
+        let d = Device::detect().map_err(|e| format!("GMPRT_DEVICE: {e}"))?;
+        d.warm_up().map_err(|e| format!("warming up {}: {e}", d.describe()))?;
+        Ok((rt, Some(d)))
+    });
+    let (rt, device) = match setup {
+        Ok(x) => x,
         Err(e) => {
             // No runtime to run the checkpoint's task on: the checkpoint runs on this thread.
             let r = Runtime::builder().procs(1).build().unwrap_or_else(|e2| {
@@ -331,6 +381,13 @@ fn run(a: &Args, mpi: &Mpi) -> Result<(), Exit> {
             cores,
             if cores == 1 { "" } else { "s" },
             a.repeats
+        );
+        println!(
+            "{NAME}: each rank prices its share {}",
+            device.as_ref().map_or("on its runtime's Ps (the CPU kernel)".to_string(), |d| format!(
+                "on its device, one bulk launch with its copies (rank 0: {})",
+                d.describe()
+            ))
         );
         if cores < procs {
             println!(
@@ -388,17 +445,23 @@ fn run(a: &Args, mpi: &Mpi) -> Result<(), Exit> {
             None => &share,
         };
         let tc = Instant::now();
-        let sums = chunk_sums(&rt, my_m, mine);
+        let priced = match &device {
+            None => Ok(chunk_sums(&rt, my_m, mine)),
+            Some(d) => chunk_sums_on(d, my_m, mine),
+        };
         let compute = tc.elapsed();
         // The checkpoint after pricing: a failed rank reports here instead of skipping the
         // gather that the others would wait in.
-        let outcome = if a.fail_rank == Some(rank) {
+        let (outcome, sums) = if a.fail_rank == Some(rank) {
             if a.fail_how == FailHow::Panic {
                 panic!("injected panic (--fail-rank {rank} --fail-how panic)");
             }
-            Err(format!("injected failure (--fail-rank {rank})"))
+            (Err(format!("injected failure (--fail-rank {rank})")), Vec::new())
         } else {
-            Ok(())
+            match priced {
+                Ok(s) => (Ok(()), s),
+                Err(e) => (Err(e), Vec::new()),
+            }
         };
         let counts = sum_counts.clone();
         let (gathered, rest_t) = on_task(&rt, async move {
@@ -455,7 +518,14 @@ fn run(a: &Args, mpi: &Mpi) -> Result<(), Exit> {
         let t = Instant::now();
         let mut one = Vec::new();
         for &(lo, m) in &plan.shares {
-            one.extend(chunk_sums(&rt, m, &book[lo * IN_WORDS..(lo + m) * IN_WORDS]));
+            let words = &book[lo * IN_WORDS..(lo + m) * IN_WORDS];
+            match &device {
+                None => one.extend(chunk_sums(&rt, m, words)),
+                Some(d) => match chunk_sums_on(d, m, words) {
+                    Ok(s) => one.extend(s),
+                    Err(e) => return Err(Exit::Local(format!("the one-process check: {e}"))),
+                },
+            }
         }
         let single = fold(&one);
         let took = t.elapsed();

@@ -106,7 +106,7 @@ fn greek_bits_and_output(ranks: usize, args: &[&str]) -> (String, String) {
     (bits, out)
 }
 
-/// 2 ranks against 1, both waits, both scalings: the same bits. The book (3 × 16,384 + 4,000
+/// 2 ranks against 1, both waits, both scalings, on the CPU and on the device: the same bits. The book (3 × 16,384 + 4,000
 /// contracts) does not divide evenly into the ranks' chunks, so the shares differ.
 #[test]
 fn two_ranks_equal_one_process_bit_for_bit() {
@@ -130,6 +130,10 @@ fn two_ranks_equal_one_process_bit_for_bit() {
     // Weak scaling: 26,576 contracts per rank is the same book on 2 ranks.
     let weak = greek_bits(2, &["--contracts", "26576", "--scaling", "weak", "--repeats", "1"]);
     assert_eq!(weak, one);
+    // Priced on each rank's device (the Host device here, CUDA on a GPU machine): 2 ranks equal
+    // one process pricing on its device.
+    let device = ["--contracts", n, "--repeats", "1", "--price", "device"];
+    assert_eq!(greek_bits(2, &device), greek_bits(1, &device));
     // Another seed is another book: the comparison can fail.
     assert_ne!(greek_bits(1, &["--contracts", n, "--repeats", "1", "--seed", "8"]), one);
 }
