@@ -278,7 +278,7 @@ pub struct CostModel {
 const MAX_MATRIX_N: f64 = 1e6;
 /// Item count the crossover search starts from: 10¹² items is terabytes for every item
 /// kernel, far beyond any cache or regime break, so costs there are on their asymptotes.
-const SEARCH_FROM_ITEMS: f64 = 1e12;
+pub(super) const SEARCH_FROM_ITEMS: f64 = 1e12;
 /// Largest size the crossover search doubles up to (where the asymptote says the GPU wins but
 /// its fixed costs are so large that it has not yet caught up: `Never` in practice).
 const SEARCH_LIMIT: f64 = 1e18;
@@ -291,6 +291,48 @@ const SEARCH_LIMIT: f64 = 1e18;
 /// assert!((GRID_RATIO.powi(16) - 2.0).abs() < 1e-12); // 16 steps per doubling
 /// ```
 pub const GRID_RATIO: f64 = 1.044_273_782_427_413_8;
+
+/// The crossover search both crossovers share — the PCIe one ([`CostModel::crossover`]) and the
+/// network's (`NetworkLink::scatter_crossover`): `f(n) < 0` where the alternative (the GPU, the
+/// other ranks) wins. From `hi`, a size beyond every regime break where the asymptote says it
+/// wins, it doubles until `f(hi) < 0` (past [`SEARCH_LIMIT`]: `Never`, with `not_repaid`'s
+/// words for the limit); walks down the grid ([`GRID_RATIO`]) to the first size where it does
+/// not win (`Always` if it wins at n = 1); and bisects that step until the bracket is well
+/// under one unit of n (or at f64's resolution, for huge n), so n* = ceil(hi).
+pub(super) fn search_crossover(
+    f: impl Fn(f64) -> f64,
+    mut hi: f64,
+    not_repaid: impl FnOnce(f64) -> String,
+) -> Crossover {
+    while f(hi) >= 0.0 {
+        if hi >= SEARCH_LIMIT {
+            return Crossover::Never { reason: not_repaid(SEARCH_LIMIT) };
+        }
+        hi *= 2.0;
+    }
+    let mut lo = loop {
+        if hi <= 1.0 {
+            return Crossover::Always;
+        }
+        let next = (hi / GRID_RATIO).max(1.0);
+        if f(next) >= 0.0 {
+            break next;
+        }
+        hi = next;
+    };
+    for _ in 0..200 {
+        if hi - lo <= 1e-3 || hi - lo <= hi * 1e-12 {
+            break;
+        }
+        let mid = 0.5 * (lo + hi);
+        if f(mid) < 0.0 {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Crossover::At { n: hi.ceil() }
+}
 
 impl CostModel {
     /// A model over `profile`.
@@ -477,46 +519,14 @@ impl CostModel {
         let f = |n: f64| self.gpu_total(k, n, residency) - Self::best_cpu(k, n);
         // An upper end where the GPU wins, beyond every regime break (all costs are then on
         // their asymptotes, where each CPU's deficit only grows: see `never`).
-        let mut hi = match k.size {
+        let hi = match k.size {
             Size::Items { .. } => SEARCH_FROM_ITEMS,
             Size::MatrixN => MAX_MATRIX_N,
         };
-        while f(hi) >= 0.0 {
-            if hi >= SEARCH_LIMIT {
-                return Ok(Crossover::Never {
-                    reason: format!(
-                        "the GPU's cost per {} is below the CPU's, but its fixed costs are not repaid below n = {SEARCH_LIMIT:e}",
-                        k.unit.trim_end_matches('s')
-                    ),
-                });
-            }
-            hi *= 2.0;
-        }
-        // Walk down the grid to the first size where the GPU does not win.
-        let mut lo = loop {
-            if hi <= 1.0 {
-                return Ok(Crossover::Always); // f(1) < 0: the GPU wins at every size
-            }
-            let next = (hi / GRID_RATIO).max(1.0);
-            if f(next) >= 0.0 {
-                break next;
-            }
-            hi = next;
-        };
-        // f(lo) ≥ 0 > f(hi), one grid step apart: bisect until the bracket is well under one
-        // unit of n (or at f64's resolution, for huge n), so ceil(hi) is n*.
-        for _ in 0..200 {
-            if hi - lo <= 1e-3 || hi - lo <= hi * 1e-12 {
-                break;
-            }
-            let mid = 0.5 * (lo + hi);
-            if f(mid) < 0.0 {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
-        Ok(Crossover::At { n: hi.ceil() })
+        let unit = k.unit.trim_end_matches('s').to_string();
+        Ok(search_crossover(f, hi, |limit| {
+            format!("the GPU's cost per {unit} is below the CPU's, but its fixed costs are not repaid below n = {limit:e}")
+        }))
     }
     /// The breakdown and verdict in plain words (a few lines).
     ///

@@ -34,7 +34,7 @@
 //! each other (a linear scatter; a tree would cost `log2(ranks)` sends instead), and a rank's
 //! compute does not overlap its own messages. The search is the same as the PCIe crossover's:
 //! the asymptote first, then a geometric grid and bisection.
-use super::cost::{Crossover, GRID_RATIO};
+use super::cost::{search_crossover, Crossover, SEARCH_FROM_ITEMS};
 use crate::error::OffloadError;
 
 /// Where a link's figures come from.
@@ -148,12 +148,6 @@ pub struct Scatter {
     /// `sends + share_compute + back`.
     pub scattered: f64,
 }
-
-/// Where the crossover search starts: 10¹² items is far beyond any regime break of a compute
-/// fit, so the costs there are on their asymptotes (as in the PCIe crossover).
-const SEARCH_FROM_ITEMS: f64 = 1e12;
-/// The largest size the search doubles up to before it answers `Never`.
-const SEARCH_LIMIT: f64 = 1e18;
 
 impl NetworkLink {
     /// Published figures: InfiniBand HDR, one 4x port (NVIDIA ConnectX-6).
@@ -411,37 +405,9 @@ impl NetworkLink {
             let s = self.scatter_unchecked(n, ranks, bytes, &compute);
             s.scattered - s.local
         };
-        let mut hi = SEARCH_FROM_ITEMS;
-        while f(hi) >= 0.0 {
-            if hi >= SEARCH_LIMIT {
-                return Ok(Crossover::Never {
-                    reason: format!("the latencies are not repaid below n = {SEARCH_LIMIT:e}"),
-                });
-            }
-            hi *= 2.0;
-        }
-        let mut lo = loop {
-            if hi <= 1.0 {
-                return Ok(Crossover::Always);
-            }
-            let next = (hi / GRID_RATIO).max(1.0);
-            if f(next) >= 0.0 {
-                break next;
-            }
-            hi = next;
-        };
-        for _ in 0..200 {
-            if hi - lo <= 1e-3 || hi - lo <= hi * 1e-12 {
-                break;
-            }
-            let mid = 0.5 * (lo + hi);
-            if f(mid) < 0.0 {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
-        Ok(Crossover::At { n: hi.ceil() })
+        Ok(search_crossover(f, SEARCH_FROM_ITEMS, |limit| {
+            format!("the latencies are not repaid below n = {limit:e}")
+        }))
     }
 
     fn check(&self, ranks: usize) -> Result<(), OffloadError> {
