@@ -196,6 +196,19 @@ fn main() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use common::testing::cli_contract;
+    use common::try_parse_from;
+
+    #[test]
+    fn cli() {
+        cli_contract::<Args>("spread");
+        let a: Args = try_parse_from(["spread"]).unwrap();
+        assert_eq!(
+            (a.devices.as_str(), a.items, a.max_batch, a.in_flight),
+            ("h200,h200/2", 1 << 22, 4096, 2)
+        );
+        assert!(try_parse_from::<Args, _, _>(["spread", "--in-flight", "0"]).is_err());
+    }
 
     #[test]
     fn device_lists_parse_and_bad_ones_say_why() {
