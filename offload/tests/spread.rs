@@ -38,16 +38,18 @@ fn expected(i: usize) -> f32 {
     2.0 * i as f32 + 1.0
 }
 
-/// Two devices, one priced twice as fast as the other: the fast one gets two batches for each
-/// of the slow one's. Deterministic, however loaded this machine is: the models price a batch
-/// at hours, so `max(ready, now)` is always `ready`, and each device has a kit for every batch
-/// it can get (10 each, 15 batches), so every close finds both free — the choice is the list
-/// schedule's alone (see `batcher/spread.rs`). The devices are Host devices: they run the
-/// batches at once.
+/// Two simulated devices, one twice as fast as the other (the published H100, and the same
+/// card with every device-side time doubled): the fast one gets two batches for each of the
+/// slow one's, and every item runs once. Deterministic, however loaded this machine is: the
+/// models that *price* the batches say the same 1 : 2 in hours per batch, so `max(ready, now)`
+/// is always `ready`, and each device has a kit for every batch it can get (10 each, 15
+/// batches), so every close finds both free — the choice is the list schedule's alone (see
+/// `batcher/spread.rs`). The devices themselves pace each batch to microseconds.
 #[test]
 fn a_device_twice_as_fast_gets_twice_the_items() {
-    let fast = PricedDevice::new(Device::host(), hour_model(1.0));
-    let slow = PricedDevice::new(Device::host(), hour_model(2.0));
+    let h100 = DeviceProfile::published_h100();
+    let fast = PricedDevice::new(Device::simulated(h100.clone()), hour_model(1.0));
+    let slow = PricedDevice::new(Device::simulated(h100.slowed_by(2.0)), hour_model(2.0));
     let b = Batcher::spread(Saxpy { a: 2.0 }, &[fast, slow], cfg(64, 10)).unwrap();
     let rt = Runtime::builder().procs(2).build().unwrap();
     let n = 64 * 15;
