@@ -141,6 +141,8 @@ pub(super) struct Spread {
     ready: Box<[Duration]>,
     /// What the last [`Spread::choose`] priced, for the commit (and the timeline).
     priced: Vec<Price>,
+    /// Which devices had a free kit at the last [`Spread::choose`] (kept to reuse its room).
+    free: Vec<bool>,
 }
 
 impl Spread {
@@ -162,23 +164,28 @@ impl Spread {
             models: models.into(),
             ready: vec![Duration::ZERO; members.len()].into(),
             priced: Vec::with_capacity(members.len()),
+            free: vec![false; members.len()],
         })
     }
 
     /// Under `central`, at `now` (time since creation): the device a batch of `n` items of
     /// `kernel` (`out_words` output words each) should close into, per the module doc, or
-    /// `None` to wait for a kit of a busy device that finishes it sooner. `free[d]`: device `d`
-    /// has a free kit; `saturated`: more work waits behind this batch (module doc, "Under
-    /// load"). A model that fails to price (each was checked at `new`) makes its device a last
-    /// resort rather than failing the batch.
+    /// `None` to wait for a kit of a busy device that finishes it sooner. `free_kits`: the
+    /// devices of the free kits; `saturated`: more work waits behind this batch ("under load"
+    /// in the module doc). A model that fails to price (each was checked at `new`) makes its
+    /// device a last resort rather than failing the batch.
     pub(super) fn choose(
         &mut self,
         kernel: &str,
         (n, out_words, in_flight): (usize, usize, usize),
         now: Duration,
-        free: &[bool],
+        free_kits: impl Iterator<Item = usize>,
         saturated: bool,
     ) -> Option<usize> {
+        self.free.fill(false);
+        for d in free_kits {
+            self.free[d] = true;
+        }
         self.priced.clear();
         for model in self.models.iter() {
             self.priced.push(
@@ -186,7 +193,7 @@ impl Spread {
                     .unwrap_or(Price { latency: Duration::MAX, per_batch: Duration::MAX }),
             );
         }
-        decide(&self.ready, &self.priced, now, free, saturated)
+        decide(&self.ready, &self.priced, now, &self.free, saturated)
     }
 
     /// Under `central`: the batch priced by the last [`Spread::choose`] closed into a kit of

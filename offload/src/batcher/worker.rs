@@ -335,13 +335,9 @@ impl<K: BatchKernel> Shared<K> {
         let Some(spread) = c.spread.as_mut() else {
             return kits.pop();
         };
-        let mut free = vec![false; self.devices.len()];
-        for k in kits.iter() {
-            free[k.device] = true;
-        }
         let at = now.saturating_duration_since(self.created);
         let sizes = (open.min(self.config.max_batch), self.kernel.out_words(), self.config.in_flight);
-        let d = spread.choose(self.kernel.name(), sizes, at, &free, saturated)?;
+        let d = spread.choose(self.kernel.name(), sizes, at, kits.iter().map(|k| k.device), saturated)?;
         let i = kits.iter().position(|k| k.device == d)?;
         let mut kit = kits.swap_remove(i);
         kit.price = Some(spread.commit(d, at));
