@@ -89,9 +89,9 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    match Handle::try_current() {
-        Some(h) => h.spawn(future),
-        None => panic!("gmprt::spawn: {}", SpawnError::NoRuntime),
+    match spawn_current(future) {
+        Ok(Ok(h) | Err((_, h))) => h,
+        Err(e) => panic!("gmprt::spawn: {e}"),
     }
 }
 
@@ -102,10 +102,26 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    match Handle::try_current() {
-        Some(h) => h.try_spawn(future),
-        None => Err(SpawnError::NoRuntime),
+    match spawn_current(future)? {
+        Ok(h) => Ok(h),
+        Err((sched::Refused::Shutdown, _)) => Err(SpawnError::Shutdown),
     }
+}
+
+/// Spawns on the runtime of the calling M or `block_on` thread, borrowing its scheduler
+/// rather than cloning a [`Handle`]: a clone and its drop would be two atomic writes to the
+/// one reference count every M's spawns share. `Err(NoRuntime)` outside a runtime.
+#[track_caller]
+fn spawn_current<F>(future: F) -> Result<sched::SpawnResult<F::Output>, SpawnError>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let site = std::panic::Location::caller();
+    sched::context::with_current(|cx| match cx {
+        Some(cx) => Ok(cx.shared.spawn_at(future, true, site)),
+        None => Err(SpawnError::NoRuntime),
+    })
 }
 
 /// Go's `go func() { ... }()`: runs the body of an async closure as a new task on the current

@@ -22,6 +22,25 @@ pub struct Scheduler {
     shared: Arc<Shared>,
 }
 
+/// `n` task references to a scheduler (`sched/taskrefs.rs`), for models of the counting
+/// protocol itself. Dropping them without [`TaskRefs::release`] leaks them.
+pub struct TaskRefs {
+    sched: std::ptr::NonNull<Shared>,
+    n: usize,
+}
+
+// SAFETY: task references may be released from any thread (the counter is atomic).
+unsafe impl Send for TaskRefs {}
+
+impl TaskRefs {
+    /// `refs_release`: gives the references back, dropping the tasks' strong count of the
+    /// scheduler if they were the last.
+    pub fn release(self) {
+        // SAFETY: acquired by `Scheduler::acquire_refs`, released once (this consumes them).
+        unsafe { crate::sched::taskrefs::refs_release(self.sched, self.n) }
+    }
+}
+
 /// One P, owned by the model thread that plays its M.
 pub struct P {
     p: Box<Processor>,
@@ -55,7 +74,9 @@ impl Scheduler {
         F::Output: Send + 'static,
     {
         let id = TaskId(self.shared.idgen.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-        let (task, raw) = allocate(future, id, self.shared.clone(), None, std::panic::Location::caller());
+        self.shared.refs_acquire(1);
+        let sched = std::ptr::NonNull::from(&*self.shared);
+        let (task, raw) = allocate(future, id, sched, None, std::panic::Location::caller());
         (Task(task), JoinHandle::new(raw))
     }
 
@@ -97,10 +118,22 @@ impl Scheduler {
         }
     }
 
-    /// Tasks not yet freed: each live task cell holds one strong count on `Shared`. Exact
-    /// only once every [`P`] is dropped (each holds one too).
+    /// Tasks not yet freed: each live task cell holds one task reference (`sched/taskrefs.rs`).
+    /// Exact only once every [`P`] is dropped (a P's reserve holds references too).
     pub fn live_tasks(&self) -> usize {
-        Arc::strong_count(&self.shared) - 1
+        self.shared.task_refs()
+    }
+
+    /// `Shared::refs_acquire(n)`: `n` task references, as a P's reserve or a task takes them.
+    pub fn acquire_refs(&self, n: usize) -> TaskRefs {
+        self.shared.refs_acquire(n);
+        TaskRefs { sched: std::ptr::NonNull::from(&*self.shared), n }
+    }
+
+    /// A probe that says whether the scheduler is still alive (its `Arc` not dropped).
+    pub fn alive_probe(&self) -> impl Fn() -> bool + Clone + Send + Sync + 'static {
+        let w = Arc::downgrade(&self.shared);
+        move || w.strong_count() > 0
     }
 
     /// Runs `f` inside a runtime context for this scheduler that holds no P (as a `block_on`

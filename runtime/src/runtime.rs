@@ -674,6 +674,8 @@ mod tests {
         assert_eq!(st.spawned, st.completed + st.cancelled, "{st:?}");
         assert_eq!(st.cancelled, 667);
         parked.lock().unwrap().clear();
+        // Shutdown dropped the Ps, and their reserves of task references with them.
+        assert_eq!(shared.task_refs(), 0, "a task reference leaked");
         assert_eq!(Arc::strong_count(&shared), 1, "a task cell leaked");
     }
 }

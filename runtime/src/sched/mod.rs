@@ -29,6 +29,7 @@ pub(crate) mod syscall;
 // sysmon does not run under loom (see runtime.rs), so most of it is dead code there.
 #[cfg_attr(loom, allow(dead_code, unused_imports))]
 pub(crate) mod sysmon;
+pub(crate) mod taskrefs;
 pub(crate) mod timers;
 pub(crate) mod worker;
 
@@ -44,6 +45,7 @@ use crate::task::{JoinHandle, Notified, TaskId};
 use crate::trace::hooks::RtTrace;
 use crossbeam_utils::CachePadded;
 use std::future::Future;
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 crate::loom::thread_local! {
@@ -88,6 +90,10 @@ pub(crate) struct Shared {
     shutdown: AtomicBool,
     /// Next task id (Ps take batches of 16).
     pub(crate) idgen: AtomicU64,
+    /// Task references held by tasks and Ps' reserves; while it is above 0 the tasks hold
+    /// one strong count of this `Arc` (protocol: `taskrefs.rs`). Its own line: Ps write it
+    /// once per [`taskrefs::REF_BATCH`] spawns or frees.
+    pub(crate) task_refs: CachePadded<AtomicUsize>,
     /// Tasks that have parked at least once and not yet completed.
     pub(crate) owned: OwnedTasks,
     /// Counters of events that happen off any P.
@@ -156,6 +162,7 @@ impl Shared {
             nsyscall_waiters: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             idgen: AtomicU64::new(1),
+            task_refs: CachePadded::new(AtomicUsize::new(0)),
             owned: OwnedTasks::new(procs),
             external_stats: CachePadded::new(PStats::default()),
             order: RandomOrder::new(procs),
@@ -273,12 +280,27 @@ impl Shared {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let site = std::panic::Location::caller();
+        self.spawn_at(future, next, std::panic::Location::caller())
+    }
+
+    /// `spawn_to` with the spawn site given: for a caller that reaches the scheduler through a
+    /// closure (`with_current`), where `#[track_caller]` cannot follow.
+    pub(crate) fn spawn_at<F>(
+        self: &Arc<Self>,
+        future: F,
+        next: bool,
+        site: &'static std::panic::Location<'static>,
+    ) -> SpawnResult<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
         if self.is_shutdown() {
+            self.refs_acquire(1);
             let (task, raw) = crate::task::core::allocate(
                 future,
                 TaskId(self.idgen.fetch_add(1, Relaxed)),
-                self.clone(),
+                NonNull::from(&**self),
                 None,
                 site,
             );
@@ -291,8 +313,9 @@ impl Shared {
                 if let Ok(mut guard) = cx.p.try_borrow_mut() {
                     if let Some(p) = guard.as_mut() {
                         let id = p.next_goid(self);
+                        let sched = p.refs.take(self);
                         let (task, raw) =
-                            crate::task::core::allocate(future, id, self.clone(), Some(&mut p.cache), site);
+                            crate::task::core::allocate(future, id, sched, Some(&mut p.cache), site);
                         self.allp[p.id].stats.spawned.bump();
                         self.trace_ready(task.header());
                         let stealable = p.runqput(self, task, next);
@@ -310,7 +333,8 @@ impl Shared {
             Ok(h) => Ok(h),
             Err(future) => {
                 let id = TaskId(self.idgen.fetch_add(1, Relaxed));
-                let (task, raw) = crate::task::core::allocate(future, id, self.clone(), None, site);
+                self.refs_acquire(1);
+                let (task, raw) = crate::task::core::allocate(future, id, NonNull::from(&**self), None, site);
                 self.external_stats.spawned.bump_shared();
                 self.trace_ready(task.header());
                 self.inject(task);

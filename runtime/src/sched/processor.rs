@@ -207,6 +207,8 @@ pub(crate) struct Processor {
     pub(crate) cache: CellCache,
     goid_next: u64,
     goid_end: u64,
+    /// Task references to this runtime, for the tasks spawned here (see `taskrefs.rs`).
+    pub(crate) refs: super::taskrefs::RefReserve,
     /// Back-offs this P's Ms have done before taking a running P's `runnext` (`steal_work`).
     backoffs: u64,
     /// The current steal pass's running victims with a task in `runnext`: (victim, the task's
@@ -237,6 +239,7 @@ impl Processor {
             cache: CellCache::new(task_cache),
             goid_next: 0,
             goid_end: 0,
+            refs: super::taskrefs::RefReserve::new(),
             backoffs: 0,
             runnext_seen: Vec::new(),
         };

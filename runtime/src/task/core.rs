@@ -17,7 +17,6 @@ use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 /// A task's id: unique within its runtime's first 2^48 tasks (then ids wrap: see `ID_BITS`),
@@ -66,7 +65,8 @@ pub(crate) struct Header {
     /// top 16 bits; `#[track_caller]` on `spawn`/`go`), for dumps, traces and sysmon. One word
     /// for both: see `site.rs`. Immutable after allocation.
     pub(crate) ident: u64,
-    /// The scheduler this task is queued on (`Arc::into_raw`; released at dealloc).
+    /// The scheduler this task is queued on: one task reference (`sched/taskrefs.rs`),
+    /// released at dealloc.
     pub(crate) sched: NonNull<Shared>,
     /// The joiner's waker; see the `JOIN_WAKER` rules in `state.rs`.
     pub(crate) join_waker: UnsafeCell<super::waker::JoinWaker>,
@@ -114,7 +114,8 @@ impl Header {
 
     /// The scheduler this task belongs to.
     pub(crate) fn shared(&self) -> &Shared {
-        // SAFETY: `sched` came from `Arc::into_raw` and the task holds that count until dealloc.
+        // SAFETY: the task holds a task reference to `sched` until dealloc, which keeps it
+        // alive (`sched/taskrefs.rs`).
         unsafe { self.sched.as_ref() }
     }
 }
@@ -144,11 +145,12 @@ struct Cell<F: Future> {
 }
 
 /// Allocates a new task (state: `NOTIFIED | JOIN_INTEREST`, two references: the returned
-/// `Notified` for the run queue and the returned raw pointer for the `JoinHandle`).
+/// `Notified` for the run queue and the returned raw pointer for the `JoinHandle`). `sched` is
+/// a task reference the caller acquired (`sched/taskrefs.rs`); the task owns it from here.
 pub(crate) fn allocate<F>(
     future: F,
     id: TaskId,
-    sched: Arc<Shared>,
+    sched: NonNull<Shared>,
     cache: Option<&mut CellCache>,
     spawned_at: &'static std::panic::Location<'static>,
 ) -> (Notified, NonNull<Header>)
@@ -163,8 +165,7 @@ where
             vtable: vtable::<F>(),
             links: UnsafeCell::new(Links { prev: None, next: None }),
             ident: (super::site::intern(spawned_at) as u64) << ID_BITS | (id.0 & ID_MASK),
-            // SAFETY: Arc::into_raw never returns null.
-            sched: unsafe { NonNull::new_unchecked(Arc::into_raw(sched) as *mut Shared) },
+            sched,
             join_waker: UnsafeCell::new(super::waker::JoinWaker::none()),
             wait: super::wait::WaitCell::new(),
         },
@@ -417,7 +418,7 @@ unsafe fn dealloc<F: Future>(ptr: NonNull<Header>) {
         }
         std::ptr::drop_in_place(cell.as_ptr());
         free_cell(cell.cast(), Layout::new::<Cell<F>>());
-        drop(Arc::from_raw(sched.as_ptr() as *const Shared));
+        crate::sched::taskrefs::release_task_ref(sched);
     }
 }
 
