@@ -163,11 +163,11 @@ pub(crate) struct NetPollState {
     /// Created by the first registration (`netpoll_init`).
     pub(crate) poll: OnceLock<NetPoll>,
     /// Go's `netpollWaiters`: wakers parked on registered descriptors (one per task and
-    /// direction it waits on).
-    pub(crate) nwaiters: crate::loom::sync::atomic::AtomicUsize,
+    /// direction it waits on). Written by every wait on a socket, so on its own line.
+    pub(crate) nwaiters: crossbeam_utils::CachePadded<crate::loom::sync::atomic::AtomicUsize>,
     /// Go's `sched.lastpoll`: runtime nanoseconds of the last poll (at least 1), or 0 while
-    /// an M is blocked in `netpoll`.
-    pub(crate) lastpoll: crate::loom::sync::atomic::AtomicU64,
+    /// an M is blocked in `netpoll`. Written by every poll, so on its own line.
+    pub(crate) lastpoll: crossbeam_utils::CachePadded<crate::loom::sync::atomic::AtomicU64>,
 }
 
 impl NetPollState {

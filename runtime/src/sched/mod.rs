@@ -77,19 +77,22 @@ pub(crate) struct Shared {
     pub(crate) allp: Box<[CachePadded<PShared>]>,
     /// The global run queue.
     pub(crate) injector: Injector<Notified>,
-    /// Idle Ps and Ms (Go's `sched.lock` and what it protects).
-    pub(crate) sched: Mutex<Sched>,
+    /// Idle Ps and Ms (Go's `sched.lock` and what it protects). Padded, like every field
+    /// below that Ms write while the runtime runs, so that those writes never invalidate the
+    /// line of a field every M reads on every spawn and steal (`allp`, `shutdown`, `order`,
+    /// `trace`): the `shared_fields_that_ms_write_have_their_own_lines` test checks it.
+    pub(crate) sched: CachePadded<Mutex<Sched>>,
     pub(crate) npidle: CachePadded<AtomicUsize>,
     pub(crate) nmspinning: CachePadded<AtomicUsize>,
-    /// Parked Ms (for schedtrace's `idlethreads`).
-    pub(crate) nmidle: AtomicUsize,
+    /// Parked Ms (for schedtrace's `idlethreads`); written at every park and unpark.
+    pub(crate) nmidle: CachePadded<AtomicUsize>,
     /// Live M threads.
     pub(crate) mcount: AtomicUsize,
     /// `sched.syscall_waiters.len()`, readable without the lock (checked every round).
-    pub(crate) nsyscall_waiters: AtomicUsize,
+    pub(crate) nsyscall_waiters: CachePadded<AtomicUsize>,
     shutdown: AtomicBool,
-    /// Next task id (Ps take batches of 16).
-    pub(crate) idgen: AtomicU64,
+    /// Next task id (Ps take batches of 16, so every 16th spawn on each P writes it).
+    pub(crate) idgen: CachePadded<AtomicU64>,
     /// Task references held by tasks and Ps' reserves; while it is above 0 the tasks hold
     /// one strong count of this `Arc` (protocol: `taskrefs.rs`). Its own line: Ps write it
     /// once per [`taskrefs::REF_BATCH`] spawns or frees.
@@ -108,7 +111,7 @@ pub(crate) struct Shared {
     /// Origin of the runtime's timer clock (`timers.rs`).
     pub(crate) epoch: std::time::Instant,
     /// sysmon's sleep state and wake-up (`sysmon.rs`).
-    pub(crate) monitor: (Mutex<sysmon::SysmonCtl>, Condvar),
+    pub(crate) monitor: CachePadded<(Mutex<sysmon::SysmonCtl>, Condvar)>,
     /// The thread cap (Go's `SetMaxThreads`), see `syscall.rs`.
     pub(crate) max_threads: usize,
     /// Whether `block_on` runs the deadlock check, and its state (`checkdead.rs`).
@@ -148,20 +151,20 @@ impl Shared {
             me: me.clone(),
             allp: allp.into_boxed_slice(),
             injector: Injector::new(),
-            sched: Mutex::new(Sched {
+            sched: CachePadded::new(Mutex::new(Sched {
                 pidle: Vec::new(),
                 midle: Vec::new(),
                 syscall_waiters: Vec::new(),
                 threads: Vec::new(),
                 mnext: 0,
-            }),
+            })),
             npidle: CachePadded::new(AtomicUsize::new(0)),
             nmspinning: CachePadded::new(AtomicUsize::new(0)),
-            nmidle: AtomicUsize::new(0),
+            nmidle: CachePadded::new(AtomicUsize::new(0)),
             mcount: AtomicUsize::new(0),
-            nsyscall_waiters: AtomicUsize::new(0),
+            nsyscall_waiters: CachePadded::new(AtomicUsize::new(0)),
             shutdown: AtomicBool::new(false),
-            idgen: AtomicU64::new(1),
+            idgen: CachePadded::new(AtomicU64::new(1)),
             task_refs: CachePadded::new(AtomicUsize::new(0)),
             owned: OwnedTasks::new(procs),
             external_stats: CachePadded::new(PStats::default()),
@@ -170,7 +173,7 @@ impl Shared {
             thread_name,
             stack_size,
             epoch,
-            monitor: (Mutex::new(sysmon::SysmonCtl::default()), Condvar::new()),
+            monitor: CachePadded::new((Mutex::new(sysmon::SysmonCtl::default()), Condvar::new())),
             max_threads,
             detect_deadlock,
             dead: Default::default(),
@@ -501,7 +504,7 @@ impl Shared {
         // The M blocked in `netpoll` (if any) is in no idle list: break it (netpoll/mod.rs).
         self.netpoll_break();
         {
-            let (m, cv) = &self.monitor;
+            let (m, cv) = &*self.monitor;
             m.lock().stop = true;
             cv.notify_all();
         }
@@ -545,5 +548,61 @@ impl Shared {
         self.netpoll_shutdown();
         // No task of ours is left to wake anyone: the deadlock check stops counting us.
         self.checkdead_forget();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod layout_tests {
+    use super::Shared;
+    use std::mem::offset_of;
+
+    /// The 128-byte block a field starts in: `CachePadded`'s unit on x86-64 (a line and the
+    /// neighbour the adjacent-line prefetcher pulls with it).
+    fn block(offset: usize) -> usize {
+        offset / 128
+    }
+
+    /// Issue 25, point 5: fields that Ms write while the runtime runs never share a 128-byte
+    /// block with a field every M reads on every spawn, steal or idle round, so no such write
+    /// invalidates a line the other Ms keep reading. Field order in `Shared` is the compiler's;
+    /// this holds whatever order it picks, because each written field is `CachePadded`.
+    #[test]
+    fn shared_fields_that_ms_write_have_their_own_lines() {
+        let read_by_every_m = [
+            ("allp", offset_of!(Shared, allp)),
+            ("shutdown", offset_of!(Shared, shutdown)),
+            ("order", offset_of!(Shared, order)),
+            ("trace", offset_of!(Shared, trace)),
+            ("owned", offset_of!(Shared, owned)),
+            ("epoch", offset_of!(Shared, epoch)),
+            ("net.poll", offset_of!(Shared, net.poll)),
+        ];
+        let written_while_running = [
+            ("sched (its lock)", offset_of!(Shared, sched)),
+            ("npidle", offset_of!(Shared, npidle)),
+            ("nmspinning", offset_of!(Shared, nmspinning)),
+            ("nmidle", offset_of!(Shared, nmidle)),
+            ("nsyscall_waiters", offset_of!(Shared, nsyscall_waiters)),
+            ("idgen", offset_of!(Shared, idgen)),
+            ("task_refs", offset_of!(Shared, task_refs)),
+            ("external_stats", offset_of!(Shared, external_stats)),
+            ("monitor", offset_of!(Shared, monitor)),
+            ("net.nwaiters", offset_of!(Shared, net.nwaiters)),
+            ("net.lastpoll", offset_of!(Shared, net.lastpoll)),
+        ];
+        for (w, wo) in written_while_running {
+            for (r, ro) in read_by_every_m {
+                assert_ne!(
+                    block(wo),
+                    block(ro),
+                    "`{w}` (offset {wo}) shares a 128-byte block with `{r}` (offset {ro})"
+                );
+            }
+            for (w2, wo2) in written_while_running {
+                if w2 != w {
+                    assert_ne!(block(wo), block(wo2), "`{w}` and `{w2}` share a 128-byte block");
+                }
+            }
+        }
     }
 }

@@ -64,7 +64,7 @@ pub(crate) struct SysmonCtl {
 impl Shared {
     /// Wakes sysmon from its deep sleep (a P became busy or entered a syscall).
     pub(crate) fn sysmon_wake(&self) {
-        let (m, cv) = &self.monitor;
+        let (m, cv) = &*self.monitor;
         let mut g = m.lock();
         if g.deep {
             g.deep = false;
@@ -175,7 +175,7 @@ fn run(shared: &Shared, schedtrace: Option<Duration>) {
     let mut idle = 0u32;
     loop {
         {
-            let (m, cv) = &shared.monitor;
+            let (m, cv) = &*shared.monitor;
             let mut g = m.lock();
             if g.stop {
                 return;
