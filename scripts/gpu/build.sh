@@ -10,6 +10,9 @@
 #                 stripped (root Cargo.toml)]; `release` keeps debug info and does not fit.
 #   --archive F   where the archive goes [default: devbin/gmprt-gpu-bin.tar.xz]
 #   --no-size-limit   report the size only (dry runs with a profile that keeps debug info)
+#   --strip       strip each copied binary (`strip --strip-all`): with `--profile release`
+#                 this packs what `--profile gpu` would (same code, no debug info) from the
+#                 release build CI has already made, so the size check still applies
 #
 # What goes in (bin/ inside the archive, plus MANIFEST with the commit and sha256 sums):
 #   examples  option_screener matmul_ladder monte_carlo_pi explain million_tasks amdahl trading_desk spread
@@ -26,14 +29,16 @@ cd "$(dirname "$0")/../.."
 
 profile=gpu
 size_check=1
+strip_copies=0
 archive=devbin/gmprt-gpu-bin.tar.xz
 while [ $# -gt 0 ]; do
   case $1 in
     --profile) profile=${2:?--profile needs a value}; shift 2 ;;
     --archive) archive=${2:?--archive needs a value}; shift 2 ;;
     --no-size-limit) size_check=0; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
-    *) echo "build.sh: unknown argument '$1' (known: --profile P, --archive F, --no-size-limit)" >&2; exit 2 ;;
+    --strip) strip_copies=1; shift ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    *) echo "build.sh: unknown argument '$1' (known: --profile P, --archive F, --no-size-limit, --strip)" >&2; exit 2 ;;
   esac
 done
 limit_mib=60
@@ -42,6 +47,7 @@ examples=(option_screener matmul_ladder monte_carlo_pi explain million_tasks amd
 die() { echo "build.sh: error: $*" >&2; exit 1; }
 command -v python3 >/dev/null || die "python3 is needed to read cargo's JSON"
 command -v xz >/dev/null || die "xz is needed to pack the archive"
+[ "$strip_copies" = 0 ] || command -v strip >/dev/null || die "--strip needs strip (binutils)"
 
 stage=$(mktemp -d "${TMPDIR:-/tmp}/gmprt-gpu-build.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
@@ -83,6 +89,9 @@ copy_all() {  # reads "<name> <exe>" lines; copies each to bin/<name>, refusing 
   while read -r name exe; do
     [ -e "$stage/bin/$name" ] && die "two binaries named $name"
     cp "$exe" "$stage/bin/$name"
+    if [ "$strip_copies" = 1 ]; then
+      strip --strip-all "$stage/bin/$name" || die "strip $name failed"
+    fi
     n=$((n + 1))
   done
   [ "$n" -gt 0 ] || die "cargo reported no executables"
@@ -126,7 +135,7 @@ dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | wc -l)
 {
   echo "gmprt GPU binaries"
   echo "commit $commit (tracked files changed at build time: $dirty)"
-  echo "profile $profile"
+  echo "profile $profile$([ "$strip_copies" = 1 ] && echo ' (copies stripped)')"
   echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n) ($(rustc --version 2>/dev/null || echo rustc ?))"
   echo "$go_line"
   echo "sha256:"

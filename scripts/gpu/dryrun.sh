@@ -9,9 +9,11 @@
 #   bash scripts/gpu/dryrun.sh              # GMPRT_GPU_SCALE=small, binaries built --profile gpu
 #   bash scripts/gpu/dryrun.sh --smallest   # what .ci/run runs: GMPRT_GPU_SCALE=smallest
 #
-# --smallest builds with --profile gpu like the real run (see scripts/gpu/README.md for what it
-# costs in CI); --profile P picks another cargo profile (e.g. release, to reuse CI's release
-# build: its binaries keep debug info, so the archive's 60 MiB check is then only reported).
+# --smallest builds with --profile gpu like the real run; --profile P picks another cargo
+# profile: `release` reuses the release build CI's test step has just made (a separate gpu
+# build from nothing costs CI over 2 minutes, scripts/gpu/README.md), and its copies are
+# stripped (`build.sh --strip`, when `strip` is there) so the archive is what --profile gpu
+# packs and its 60 MiB check still applies; without `strip` the size is only reported.
 # Everything goes under target/gpu-dryrun/ (ignored by git); the stages' files stay in
 # target/gpu-dryrun/out/<stage>/ for a look.
 set -euo pipefail
@@ -39,7 +41,9 @@ T0=$SECONDS
 echo "==> build (--profile $profile) and archive"
 t=$SECONDS
 limit_args=()
-[ "$profile" = gpu ] || limit_args=(--no-size-limit)
+if [ "$profile" != gpu ]; then
+  if command -v strip >/dev/null; then limit_args=(--strip); else limit_args=(--no-size-limit); fi
+fi
 if ! bash scripts/gpu/build.sh --profile "$profile" --archive "$archive" "${limit_args[@]}" > "$base/build.log" 2>&1; then
   cat "$base/build.log" >&2
   die "scripts/gpu/build.sh failed (its output is above)"
