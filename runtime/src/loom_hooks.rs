@@ -74,8 +74,7 @@ impl Scheduler {
         F::Output: Send + 'static,
     {
         let id = TaskId(self.shared.idgen.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-        self.shared.refs_acquire(1);
-        let sched = std::ptr::NonNull::from(&*self.shared);
+        let sched = self.shared.refs_acquire(1);
         let (task, raw) = allocate(future, id, sched, None, std::panic::Location::caller());
         (Task(task), JoinHandle::new(raw))
     }
@@ -126,8 +125,7 @@ impl Scheduler {
 
     /// `Shared::refs_acquire(n)`: `n` task references, as a P's reserve or a task takes them.
     pub fn acquire_refs(&self, n: usize) -> TaskRefs {
-        self.shared.refs_acquire(n);
-        TaskRefs { sched: std::ptr::NonNull::from(&*self.shared), n }
+        TaskRefs { sched: self.shared.refs_acquire(n), n }
     }
 
     /// A probe that says whether the scheduler is still alive (its `Arc` not dropped).

@@ -45,7 +45,6 @@ use crate::task::{JoinHandle, Notified, TaskId};
 use crate::trace::hooks::RtTrace;
 use crossbeam_utils::CachePadded;
 use std::future::Future;
-use std::ptr::NonNull;
 use std::sync::Arc;
 
 crate::loom::thread_local! {
@@ -299,11 +298,10 @@ impl Shared {
         F::Output: Send + 'static,
     {
         if self.is_shutdown() {
-            self.refs_acquire(1);
             let (task, raw) = crate::task::core::allocate(
                 future,
                 TaskId(self.idgen.fetch_add(1, Relaxed)),
-                NonNull::from(&**self),
+                self.refs_acquire(1),
                 None,
                 site,
             );
@@ -336,8 +334,7 @@ impl Shared {
             Ok(h) => Ok(h),
             Err(future) => {
                 let id = TaskId(self.idgen.fetch_add(1, Relaxed));
-                self.refs_acquire(1);
-                let (task, raw) = crate::task::core::allocate(future, id, NonNull::from(&**self), None, site);
+                let (task, raw) = crate::task::core::allocate(future, id, self.refs_acquire(1), None, site);
                 self.external_stats.spawned.bump_shared();
                 self.trace_ready(task.header());
                 self.inject(task);

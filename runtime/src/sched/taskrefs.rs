@@ -56,8 +56,9 @@ pub(crate) const REF_BATCH: usize = if crate::loom::LOOM { 2 } else { 64 };
 
 impl Shared {
     /// Any holder of a live reference to `self`: acquires `n ≥ 1` task references, taking the
-    /// population's strong count if there were none (see the module doc).
-    pub(crate) fn refs_acquire(self: &Arc<Self>, n: usize) {
+    /// population's strong count if there were none (see the module doc). Returns the pointer
+    /// they are references to, for a task's header or a reserve (`refs_release` takes it back).
+    pub(crate) fn refs_acquire(self: &Arc<Self>, n: usize) -> NonNull<Shared> {
         debug_assert!(n > 0);
         // Relaxed, as `Arc::clone`: the caller's own reference keeps `self` alive, so the
         // order against other acquires and releases does not matter (module doc, point 2).
@@ -66,6 +67,7 @@ impl Shared {
             // by the release that brings `task_refs` back to 0.
             unsafe { Arc::increment_strong_count(Arc::as_ptr(self)) };
         }
+        NonNull::from(&**self)
     }
 
     /// References tasks and Ps' reserves hold (for tests: with every P dropped, the number
@@ -118,9 +120,8 @@ impl RefReserve {
         let ptr = NonNull::from(&**shared);
         debug_assert!(self.sched.is_none_or(|s| s == ptr), "a P's reserve is for its own runtime");
         if self.held == 0 {
-            shared.refs_acquire(REF_BATCH);
+            self.sched = Some(shared.refs_acquire(REF_BATCH));
             self.held = REF_BATCH;
-            self.sched = Some(ptr);
         }
         self.held -= 1;
         ptr
