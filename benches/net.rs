@@ -14,7 +14,10 @@
 //!
 //! * **http**: the side's hyper HTTP/1.1 server (peers.rs: keep-alive, `hello\n` for every
 //!   request) in this process on 127.0.0.1:0, and `wrk -t<procs> -c<conns, 64> -d<secs>s
-//!   --latency` as a child process. Reads requests/s and the p99 latency from wrk's report.
+//!   --latency` as a child process. Reads requests/s and the p99 latency from wrk's report,
+//!   and gives the CPU time (user + system) the server's process and wrk each spent per
+//!   request (`getrusage`). On 2 cores shared with wrk, requests/s swings ~20% between runs with
+//!   the machine; the CPU per request moves far less, and says which server costs more.
 //! * **echo**: the side's echo server in this process; the client is this binary again in a
 //!   child process (`--client echo`, a tokio runtime with `procs` workers): `conns` (1000)
 //!   connections each send a `msg`-byte (64) message and read the echo, over and over for
@@ -210,6 +213,8 @@ struct Metric {
 const RPS: Metric = Metric { name: "requests/s", unit: "1/s", higher_is_better: true };
 const RTS: Metric = Metric { name: "round trips/s", unit: "1/s", higher_is_better: true };
 const P99: Metric = Metric { name: "p99 latency", unit: "µs", higher_is_better: false };
+const SERVER_CPU: Metric = Metric { name: "server CPU/request", unit: "µs", higher_is_better: false };
+const CLIENT_CPU: Metric = Metric { name: "wrk CPU/request", unit: "µs", higher_is_better: false };
 const BYTES: Metric = Metric { name: "bytes/connection", unit: "B", higher_is_better: false };
 
 /// Every run's figures: (workload, the metric's place in its run's list) → side → one value per
@@ -335,12 +340,39 @@ fn idle_fit(asked: usize, nofile: Option<u64>) -> (usize, String) {
 
 fn http_run(side: &Side, procs: usize, conns: usize, secs: u64) -> io::Result<Vec<(Metric, f64)>> {
     let server = (side.http)(procs)?;
+    let (own0, children0) = (cpu_us(libc::RUSAGE_SELF), cpu_us(libc::RUSAGE_CHILDREN));
     let r = client::wrk(server.addr, procs, conns, secs)?;
+    // This process is the server (its main thread waits for wrk meanwhile); wrk is its only
+    // child since the last reading, waited for by `wrk` above.
+    let (own, children) = (cpu_us(libc::RUSAGE_SELF) - own0, cpu_us(libc::RUSAGE_CHILDREN) - children0);
     drop(server);
     if r.errors > 0 {
         eprintln!("{}: wrk counted {} errors", side.name, r.errors);
     }
-    Ok(vec![(RPS, r.requests_per_sec), (P99, r.p99_us)])
+    let per_request = |us: f64| if r.requests > 0 { us / r.requests as f64 } else { f64::NAN };
+    Ok(vec![
+        (RPS, r.requests_per_sec),
+        (P99, r.p99_us),
+        (SERVER_CPU, per_request(own)),
+        (CLIENT_CPU, per_request(children)),
+    ])
+}
+
+/// User + system CPU time, µs, of this process (`RUSAGE_SELF`) or of its waited-for children
+/// (`RUSAGE_CHILDREN`). On a machine where the load generator shares the cores with the server,
+/// throughput is set by the CPU both spend per request: this is the figure that says which
+/// side costs more, with less of the machine's drift than requests/s.
+fn cpu_us(who: libc::c_int) -> f64 {
+    // SAFETY: `getrusage` only writes the struct it is given, which is plain data.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(who, &mut ru) != 0 {
+            return f64::NAN;
+        }
+        ru
+    };
+    let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+    us(ru.ru_utime) + us(ru.ru_stime)
 }
 
 fn echo_run(
@@ -489,6 +521,7 @@ fn median(v: &[f64]) -> f64 {
 fn fmt_value(v: f64, m: &Metric) -> String {
     match m.unit {
         "µs" if v >= 1000.0 => format!("{:.2} ms", v / 1000.0),
+        "µs" if v < 100.0 => format!("{v:.2} µs"),
         "µs" => format!("{v:.0} µs"),
         "B" => format!("{v:.0} B"),
         _ => {

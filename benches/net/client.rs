@@ -19,6 +19,8 @@ pub struct WrkResult {
     pub requests_per_sec: f64,
     pub p99_us: f64,
     pub p50_us: f64,
+    /// Requests completed (`N requests in Xs`).
+    pub requests: u64,
     /// Socket errors (connect, read, write, timeout) plus non-2xx/3xx responses.
     pub errors: u64,
 }
@@ -57,7 +59,9 @@ pub fn parse_wrk(text: &str) -> Option<WrkResult> {
     let mut r = WrkResult::default();
     let (mut rps, mut p99, mut p50) = (None, None, None);
     for line in text.lines().map(str::trim) {
-        if let Some(v) = line.strip_prefix("Requests/sec:") {
+        if let Some((n, _)) = line.split_once(" requests in ") {
+            r.requests = n.trim().parse().unwrap_or(0);
+        } else if let Some(v) = line.strip_prefix("Requests/sec:") {
             rps = v.trim().parse().ok();
         } else if let Some(v) = line.strip_prefix("99%") {
             p99 = wrk_duration_us(v.trim());
