@@ -678,4 +678,55 @@ mod tests {
         assert_eq!(shared.task_refs(), 0, "a task reference leaked");
         assert_eq!(Arc::strong_count(&shared), 1, "a task cell leaked");
     }
+
+    /// A registered `Sleep` holds a task reference, from its P's reserve on an M or from the
+    /// counter off one: the runtime outlives its handle until the last such `Sleep` is dropped,
+    /// and not longer. Timers armed and cancelled on the Ms leave no reference behind.
+    #[test]
+    fn registered_sleeps_keep_the_runtime_alive() {
+        use crate::time::{sleep, Sleep};
+        use std::pin::Pin;
+        use std::time::Duration;
+        let rt = Runtime::builder().procs(2).build().unwrap();
+        let weak = Arc::downgrade(&rt.shared);
+        let kept: Arc<Mutex<Vec<Pin<Box<Sleep>>>>> = Arc::default();
+        rt.block_on(async {
+            let mut hs = Vec::new();
+            for i in 0..200 {
+                let kept = kept.clone();
+                hs.push(crate::spawn(async move {
+                    // Armed on an M, then cancelled there (dropped registered), or kept.
+                    let mut s = Box::pin(sleep(Duration::from_secs(3600)));
+                    let pending =
+                        std::future::poll_fn(|cx| Poll::Ready(s.as_mut().poll(cx).is_pending())).await;
+                    assert!(pending, "an hour's sleep was ready");
+                    if i % 10 == 0 {
+                        kept.lock().unwrap().push(s);
+                    }
+                }));
+            }
+            for h in hs {
+                h.await.unwrap();
+            }
+        });
+        // One more, armed off an M (in `block_on`, on P 0's heap).
+        let mut outside = Box::pin(sleep(Duration::from_secs(3600)));
+        let pending =
+            rt.block_on(std::future::poll_fn(|cx| Poll::Ready(outside.as_mut().poll(cx).is_pending())));
+        assert!(pending, "an hour's sleep was ready");
+        kept.lock().unwrap().push(outside);
+        drop(rt);
+        let shared = weak.upgrade().expect("21 registered sleeps keep the runtime alive");
+        // One reference per registered sleep, and one per task cell that the 20 kept sleeps'
+        // wakers keep alive; none left by the 180 cancelled on the Ms.
+        assert_eq!(shared.task_refs(), 21 + 20, "registered sleeps and their tasks' cells");
+        drop(shared);
+        let mut kept = std::mem::take(&mut *kept.lock().unwrap());
+        while kept.len() > 1 {
+            kept.pop();
+            assert!(weak.upgrade().is_some(), "freed with {} sleeps still registered", kept.len());
+        }
+        kept.pop();
+        assert!(weak.upgrade().is_none(), "the last registered sleep did not let the runtime go");
+    }
 }

@@ -173,6 +173,13 @@ impl PShared {
 
     /// Mirrors the heap's earliest deadline; call with `timers` held.
     pub(crate) fn set_timer0(&self, when: u64) {
+        // Relaxed: every store is made under `timers`, which the caller holds, so this reads
+        // the last one. An unchanged deadline is not stored again: nothing new to publish,
+        // and a timer armed and cancelled behind the earliest (hyper's header timer, per
+        // request) then leaves alone this line, which every idle M's look reads.
+        if self.timer0_when.load(Relaxed) == when {
+            return;
+        }
         // SeqCst: an M going idle reads every P's timer0_when after its fence (idle.rs, step 3),
         // and a timer added off an M is followed by `wakep`'s fence: store-buffering as for
         // queued tasks, so a new deadline is seen by the idle M or the idle M is woken.

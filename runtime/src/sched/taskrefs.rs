@@ -39,6 +39,13 @@
 //! reference but its own, and the last releaser, in any order, drop `Shared` exactly once and
 //! never use it after.
 //!
+//! **Registered timers hold one too.** A `Sleep` registered in a P's heap (`time/mod.rs`)
+//! must keep that heap alive until its drop removes it, and it may outlive every handle of its
+//! runtime (a future polled in `block_on` and kept). It holds a task reference while it is
+//! registered, taken and given back like a task's ([`acquire_task_ref`], [`release_task_ref`]):
+//! hyper arms and cancels a 30-s header timer for every request, and an `Arc` count there was
+//! a write to the shared line per request on every M.
+//!
 //! **What it costs.** One shared write per [`REF_BATCH`] spawns on the spawner's P and one per
 //! `REF_BATCH` frees on each freeing P, instead of one per task on each side. A P holds at
 //! most `2 · REF_BATCH` references in reserve, which only delays `Shared`'s drop until the P
@@ -70,8 +77,8 @@ impl Shared {
         NonNull::from(&**self)
     }
 
-    /// References tasks and Ps' reserves hold (for tests: with every P dropped, the number
-    /// of live task cells).
+    /// References tasks, registered timers and Ps' reserves hold (for tests: with every P
+    /// dropped and no timer registered, the number of live task cells).
     #[cfg(any(loom, test))]
     pub(crate) fn task_refs(&self) -> usize {
         self.task_refs.load(Relaxed)
@@ -150,6 +157,19 @@ impl Drop for RefReserve {
             unsafe { refs_release(sched, held) };
         }
     }
+}
+
+/// Any thread inside a runtime context: one task reference to `cx.shared`, from the current
+/// P's reserve when this thread is an M holding a P (no shared write), else from the counter.
+/// Released with [`release_task_ref`].
+#[inline]
+pub(crate) fn acquire_task_ref(cx: &super::context::Context) -> NonNull<Shared> {
+    if let Ok(mut guard) = cx.p.try_borrow_mut() {
+        if let Some(p) = guard.as_mut() {
+            return p.refs.take(&cx.shared);
+        }
+    }
+    cx.shared.refs_acquire(1)
 }
 
 /// Releases the reference of a freed task of `sched`: onto the current P's reserve when this

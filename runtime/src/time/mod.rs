@@ -15,6 +15,11 @@
 //! * and an M that goes idle while timers are pending parks **until the earliest deadline**
 //!   instead of spinning or sleeping forever (Go's `findRunnable` → `netpoll(delay)`).
 //!
+//! A registered node keeps its runtime alive with a task reference (`sched/taskrefs.rs`), taken
+//! from and given back to the P's reserve on an M, not with an `Arc` count: arming and
+//! cancelling a timer on an M (hyper does both for every request) writes no line that other
+//! Ms share, and only changes the P's `timer0_when` when the earliest deadline moves.
+//!
 //! A timer never fires early: a `Sleep` completes only once the clock has reached its deadline.
 //! It may fire late by however long the M that should run it is busy: futures cannot be
 //! preempted (see the crate docs).
@@ -43,7 +48,6 @@ use std::future::Future;
 use std::marker::PhantomPinned;
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -69,8 +73,25 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 
 /// Where a registered `Sleep`'s node lives.
 struct Registration {
-    shared: Arc<Shared>,
+    /// The runtime whose P's heap holds the node, kept alive by a task reference that the
+    /// registration owns (`sched/taskrefs.rs`): taken from the P's reserve on an M, so arming
+    /// a timer writes no line other Ms share.
+    sched: NonNull<Shared>,
     p: usize,
+}
+
+// SAFETY: a task reference is valid from any thread (its counter is atomic), and `Shared` is
+// `Sync`; the registration is only an address plus the reference it owns.
+unsafe impl Send for Registration {}
+// SAFETY: as above; `&Registration` only reads the address.
+unsafe impl Sync for Registration {}
+
+impl Registration {
+    fn shared(&self) -> &Shared {
+        // SAFETY: the registration's task reference keeps `Shared` alive until `unregister`
+        // releases it, after its last use of this borrow.
+        unsafe { self.sched.as_ref() }
+    }
 }
 
 /// Future returned by [`sleep`] and [`sleep_until`].
@@ -124,19 +145,25 @@ impl Sleep {
 
     fn unregister(&mut self) {
         let Some(reg) = self.reg.take() else { return };
-        let ps = &reg.shared.allp[reg.p];
-        let mut heap = ps.timers.lock();
-        // SAFETY: under the heap lock (module rules in heap.rs).
-        let index = self.node.inner.with(|n| unsafe { (*n).index });
-        if index != NO_INDEX {
-            heap.remove(index);
-            ps.set_timer0(heap.first_when());
-        }
-        // SAFETY: under the heap lock; reset for a possible re-registration.
-        self.node.inner.with_mut(|n| unsafe {
-            (*n).fired = false;
-            (*n).waker = None;
-        });
+        let waker = {
+            let ps = &reg.shared().allp[reg.p];
+            let mut heap = ps.timers.lock();
+            // SAFETY: under the heap lock (module rules in heap.rs).
+            let index = self.node.inner.with(|n| unsafe { (*n).index });
+            if index != NO_INDEX {
+                heap.remove(index);
+                ps.set_timer0(heap.first_when());
+            }
+            // SAFETY: under the heap lock; reset for a possible re-registration.
+            self.node.inner.with_mut(|n| unsafe {
+                (*n).fired = false;
+                (*n).waker.take()
+            })
+        };
+        // Dropped outside the lock, as the firing M wakes outside it.
+        drop(waker);
+        // SAFETY: the registration owned this reference, and nothing above outlives it.
+        unsafe { crate::sched::taskrefs::release_task_ref(reg.sched) };
     }
 }
 
@@ -161,7 +188,7 @@ impl Future for Sleep {
             return Poll::Ready(());
         }
         if let Some(reg) = &this.reg {
-            let heap = reg.shared.allp[reg.p].timers.lock();
+            let heap = reg.shared().allp[reg.p].timers.lock();
             // SAFETY: under the heap lock.
             let done = this.node.inner.with_mut(|n| unsafe {
                 if (*n).fired {
@@ -179,20 +206,22 @@ impl Future for Sleep {
             if done {
                 return Poll::Ready(());
             }
-            crate::task::wait::set(crate::task::wait::TIMER, 0, reg.shared.nanos(deadline));
+            crate::task::wait::set(crate::task::wait::TIMER, 0, reg.shared().nanos(deadline));
             return Poll::Pending;
         }
         // First poll: register in the current P's heap (P 0 off an M).
-        let (shared, p, on_m) = with_current(|c| match c {
+        let (sched, p, on_m) = with_current(|c| match c {
             Some(c) => {
                 let pid = c.pid.get();
                 let on_m = pid != usize::MAX;
-                (c.shared.clone(), if on_m { pid } else { 0 }, on_m)
+                (crate::sched::taskrefs::acquire_task_ref(c), if on_m { pid } else { 0 }, on_m)
             }
             None => panic!(
                 "gmprt timers need a runtime: await this Sleep inside a gmprt task or Runtime::block_on"
             ),
         });
+        let reg = Registration { sched, p };
+        let shared = reg.shared();
         let when = shared.nanos(deadline);
         {
             let ps = &shared.allp[p];
@@ -207,8 +236,8 @@ impl Future for Sleep {
             unsafe { heap.push(NonNull::from(&this.node)) };
             ps.set_timer0(heap.first_when());
         }
-        this.reg = Some(Registration { shared: shared.clone(), p });
         shared.timer_added(on_m);
+        this.reg = Some(reg);
         crate::task::wait::set(crate::task::wait::TIMER, 0, when);
         Poll::Pending
     }
