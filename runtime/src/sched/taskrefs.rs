@@ -179,14 +179,24 @@ pub(crate) fn acquire_task_ref(cx: &super::context::Context) -> NonNull<Shared> 
 /// The caller owns the task's reference and does not use `sched` afterwards.
 pub(crate) unsafe fn release_task_ref(sched: NonNull<Shared>) {
     let kept = super::context::with_current(|cx| {
-        let Some(cx) = cx.filter(|cx| std::ptr::eq(&*cx.shared, sched.as_ptr())) else { return false };
+        let Some(cx) = cx else { return false };
         let Ok(mut guard) = cx.p.try_borrow_mut() else { return false };
-        let Some(p) = guard.as_mut() else { return false };
-        p.refs.give_back(sched);
-        true
+        guard.as_mut().is_some_and(|p| give_back_here(p, &cx.shared, sched))
     });
     if !kept {
         // SAFETY: the caller's reference (this function's contract).
         unsafe { refs_release(sched, 1) };
     }
+}
+
+/// The M holding `p`, whose context's runtime is `here`: gives a freed task's reference to
+/// `sched` back to `p`'s reserve if `sched` is that runtime. False when it is not: the caller
+/// still owns the reference and releases it (`refs_release`), outside its borrow of `p`.
+#[inline]
+pub(crate) fn give_back_here(p: &mut super::Processor, here: &Arc<Shared>, sched: NonNull<Shared>) -> bool {
+    if !std::ptr::eq(&**here, sched.as_ptr()) {
+        return false;
+    }
+    p.refs.give_back(sched);
+    true
 }

@@ -20,7 +20,6 @@
 //! through the global lists' lock instead, and `benches/README.md` records the comparison.
 
 use super::heap::{self, Chunk, BATCH, BINS};
-use crate::sched::context::with_current;
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 
@@ -118,34 +117,27 @@ pub(crate) fn alloc_cell(layout: Layout, cache: Option<&mut CellCache>) -> NonNu
     }
 }
 
-/// Frees a cell's memory (already dropped in place): onto the current P's cache if this thread
-/// holds one, else to the global lists; cells outside the classes go back to the allocator.
+/// Frees a cell's memory (already dropped in place): onto `cache` (the current P's, when the
+/// freeing thread holds one) if it is enabled, else to the global lists; cells outside the
+/// classes go back to the allocator.
 ///
 /// # Safety
 /// `ptr` came from [`alloc_cell`] with the same `layout` and is no longer used.
-pub(crate) unsafe fn free_cell(ptr: NonNull<u8>, layout: Layout) {
+pub(crate) unsafe fn free_cell(ptr: NonNull<u8>, layout: Layout, cache: Option<&mut CellCache>) {
     let Some(bin) = class_of(layout) else {
         // SAFETY: allocated by alloc_cell with `layout` itself (no class).
         unsafe { dealloc(ptr.as_ptr(), layout) };
         return;
     };
-    let cached = with_current(|cx| {
-        let Some(cx) = cx else { return false };
-        let Ok(mut guard) = cx.p.try_borrow_mut() else { return false };
-        let Some(p) = guard.as_mut() else { return false };
-        let c = &mut p.cache;
-        if !c.enabled {
-            return false;
+    match cache.filter(|c| c.enabled) {
+        Some(c) => {
+            c.bins[bin].push(ptr);
+            if c.bins[bin].len() >= PER_BIN {
+                heap::spill(bin, &mut c.bins[bin], BATCH);
+            }
         }
-        c.bins[bin].push(ptr);
-        if c.bins[bin].len() >= PER_BIN {
-            heap::spill(bin, &mut c.bins[bin], BATCH);
-        }
-        true
-    });
-    if !cached {
         // SAFETY: a class block (the caller's contract), no longer used.
-        unsafe { heap::free_one(bin, ptr) };
+        None => unsafe { heap::free_one(bin, ptr) },
     }
 }
 

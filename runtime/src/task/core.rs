@@ -9,6 +9,7 @@ use super::state::{
 };
 use super::JoinError;
 use crate::loom::cell::UnsafeCell;
+use crate::sched::context::with_current;
 use crate::sched::Shared;
 use std::alloc::Layout;
 use std::any::Any;
@@ -417,8 +418,25 @@ unsafe fn dealloc<F: Future>(ptr: NonNull<Header>) {
             let _ = drop_future::<F>(ptr);
         }
         std::ptr::drop_in_place(cell.as_ptr());
-        free_cell(cell.cast(), Layout::new::<Cell<F>>());
-        crate::sched::taskrefs::release_task_ref(sched);
+        let layout = Layout::new::<Cell<F>>();
+        // One look at the current P for both the memory and the reference: onto its cell
+        // cache and its reserve when this thread is an M holding a P (of this task's runtime,
+        // for the reference), else to the global lists and the counter.
+        let ref_kept = with_current(|cx| {
+            let cx = cx?;
+            let mut guard = cx.p.try_borrow_mut().ok()?;
+            let p = guard.as_mut()?;
+            free_cell(cell.cast(), layout, Some(&mut p.cache));
+            Some(crate::sched::taskrefs::give_back_here(p, &cx.shared, sched))
+        });
+        match ref_kept {
+            Some(true) => {}
+            Some(false) => crate::sched::taskrefs::refs_release(sched, 1),
+            None => {
+                free_cell(cell.cast(), layout, None);
+                crate::sched::taskrefs::refs_release(sched, 1);
+            }
+        }
     }
 }
 
