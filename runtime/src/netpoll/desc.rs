@@ -188,20 +188,13 @@ impl PollDesc {
         nwaiters: &AtomicUsize,
         parked: &mut bool,
     ) -> Poll<io::Result<ReadyEvent>> {
-        let seen = |r: usize| -> Option<io::Result<ReadyEvent>> {
-            if r & CLOSED != 0 {
-                return Some(Err(io::Error::other(self.closed_why)));
-            }
-            (r & (dir.bit() | dir.closed_bit()) != 0).then_some(Ok(ReadyEvent { tick: r & !(TICK - 1), dir }))
-        };
-        // Acquire: pairs with the netpoller's RMW (step 1).
-        if let Some(r) = seen(self.ready.load(Acquire)) {
+        if let Some(r) = self.ready_now(dir) {
             return Poll::Ready(r);
         }
         let mut w = self.waiters.lock();
         // Under the lock (the module doc's argument): sees any event whose netpoller took the
         // lock before us.
-        if let Some(r) = seen(self.ready.load(Acquire)) {
+        if let Some(r) = self.ready_now(dir) {
             return Poll::Ready(r);
         }
         let list = w.slot(dir);
@@ -212,6 +205,18 @@ impl PollDesc {
             list.push(cx.waker().clone());
         }
         Poll::Pending
+    }
+
+    /// Step 2's first look, for a task: `Some(Ok)` when `dir` is (believed) ready — try the
+    /// operation and `clear_ready` on `WouldBlock` —, `Some(Err)` once closed, `None` when the
+    /// task would park (`poll_ready` parks it).
+    pub(crate) fn ready_now(&self, dir: Dir) -> Option<io::Result<ReadyEvent>> {
+        // Acquire: pairs with the netpoller's RMW (step 1).
+        let r = self.ready.load(Acquire);
+        if r & CLOSED != 0 {
+            return Some(Err(io::Error::other(self.closed_why)));
+        }
+        (r & (dir.bit() | dir.closed_bit()) != 0).then_some(Ok(ReadyEvent { tick: r & !(TICK - 1), dir }))
     }
 
     /// Step 2: the operation said `WouldBlock` after `ev`; clear its direction unless an event
