@@ -111,8 +111,8 @@ pub fn main_from(args: Vec<std::ffi::OsString>) {
     .unwrap_or_else(|e| fail(NAME, format!("{}: {e}", a.addr)));
     let st = rt.stats();
     println!(
-        "{NAME}: done; {} tasks spawned, {} polls, threads {}, M parks {} / unparks {}, steals {}, netpoll blocks {}",
-        st.spawned, st.polls, st.threads, st.parks, st.unparks, st.steals, st.netpoll_blocks
+        "{NAME}: done; {} tasks spawned, {} polls, threads {}, M parks {} / unparks {}, steals {}, netpoll blocks {} ({} back to busy Ps only)",
+        st.spawned, st.polls, st.threads, st.parks, st.unparks, st.steals, st.netpoll_blocks, st.netpoll_no_p
     );
 }
 

@@ -92,6 +92,7 @@ pub(crate) struct PStats {
     pub(crate) long_polls: Counter,
     pub(crate) long_polls_delaying: Counter,
     pub(crate) netpoll_blocks: Counter,
+    pub(crate) netpoll_no_p: Counter,
     pub(crate) netpoll_sysmon: Counter,
 }
 
@@ -216,6 +217,9 @@ pub struct RuntimeStats {
     /// Times an M blocked in the netpoller (Go's `netpoll(delay)` on the idle path) instead of
     /// parking: tasks were waiting on sockets and every P was idle.
     pub netpoll_blocks: u64,
+    /// Of those, the times the M came back with woken tasks and found every P busy: it put
+    /// them in the global queue and parked (Go's order), a wake-up that ran nothing on it.
+    pub netpoll_no_p: u64,
     /// Times sysmon's poll (no M had polled for 10 ms) found ready sockets.
     pub netpoll_sysmon: u64,
     /// Sockets registered with the netpoller now.
@@ -340,6 +344,7 @@ impl RuntimeStats {
         self.long_polls += p.long_polls.get();
         self.long_polls_delaying += p.long_polls_delaying.get();
         self.netpoll_blocks += p.netpoll_blocks.get();
+        self.netpoll_no_p += p.netpoll_no_p.get();
         self.netpoll_sysmon += p.netpoll_sysmon.get();
     }
 }

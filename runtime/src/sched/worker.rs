@@ -238,6 +238,7 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
                 continue;
             }
             if !ws.is_empty() {
+                shared.external_stats.netpoll_no_p.bump_shared();
                 crate::injectglist(ws);
             }
             // Every P is busy (they take the woken tasks from the global queue), or shutdown.
