@@ -15,7 +15,10 @@
 //!   set and past, its operations fail with `TimedOut` at once; the operations parked when the
 //!   deadline passes wake (a runtime timer, armed by the first to park, wakes every waiter of
 //!   the direction: `DeadlineWake`) and fail. Moving a deadline wakes the parked operations so
-//!   they apply the new one (a later deadline: they park again under a new timer).
+//!   they apply the new one (a later deadline: they park again under a new timer). A
+//!   direction with no deadline answers "ready" without the deadline's lock (`has_deadline`):
+//!   a deadline set meanwhile applies from the next operation, as it would to one already past
+//!   its check.
 //! * Drop deletes the kernel registration, removes the table entry and marks the descriptor
 //!   closed, **before** the owner closes the descriptor (the owner's field order): a closed
 //!   descriptor's number can be reused at once by another socket.
