@@ -533,6 +533,65 @@ fn yield_now_goes_behind_queued_tasks() {
     );
 }
 
+/// A task's own `yield_now` re-queues it without a wake (the poll harness does it when the
+/// poll ends); an abort that lands during that poll still wins: the task is cancelled, not
+/// re-queued.
+#[test]
+fn abort_during_a_poll_that_yields() {
+    for procs in [1, 2] {
+        let rt = rt(procs);
+        let latch = Latch::new();
+        let drops = Counters::new(1);
+        let (tx, rx) = mpsc::channel();
+        let (l, d) = (latch.clone(), DropGuard::new(&drops, 0));
+        let h = rt.spawn(async move {
+            let _d = d;
+            tx.send(()).unwrap();
+            l.wait(); // the M is inside this poll while the test aborts
+            loop {
+                gmprt::yield_now().await;
+            }
+        });
+        rx.recv().unwrap();
+        h.abort();
+        latch.release();
+        assert_eq!(h.join(), Err(JoinError::Cancelled), "procs={procs}");
+        assert_eq!(drops.get(0), 1, "procs={procs}");
+        let st = rt.stats();
+        assert_eq!((st.spawned, st.cancelled), (1, 1), "procs={procs} {st:?}");
+        assert_balanced(&st);
+    }
+}
+
+/// `yield_now` polled with a waker that is not its task's own (an executor inside the task)
+/// wakes that waker at once, and asks nothing of the task: it is polled exactly once.
+#[test]
+fn yield_now_under_another_waker_wakes_that_waker() {
+    struct Count(AtomicUsize);
+    impl std::task::Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+    let rt = rt(1);
+    let woken = rt
+        .spawn(async {
+            let count = Arc::new(Count(AtomicUsize::new(0)));
+            let waker = Waker::from(count.clone());
+            let mut y = std::pin::pin!(gmprt::yield_now());
+            let mut cx = Context::from_waker(&waker);
+            assert!(y.as_mut().poll(&mut cx).is_pending());
+            let woken = count.0.load(SeqCst);
+            assert!(y.as_mut().poll(&mut cx).is_ready());
+            woken
+        })
+        .join()
+        .unwrap();
+    assert_eq!(woken, 1, "the foreign waker was not woken");
+    let st = rt.stats();
+    assert_eq!(st.polls, 1, "the task was re-queued for another waker's yield: {st:?}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Panics
 // ---------------------------------------------------------------------------------------------

@@ -4,8 +4,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-/// Returns `Pending` once after waking itself, so the task goes to the *tail* of its P's local
-/// queue (not `runnext`) and every task queued before it runs first. Use it in long loops:
+/// Returns `Pending` once, and the task goes to the *tail* of its P's local queue (not
+/// `runnext`): every task queued before it runs first. Polled by its own task, it does not wake
+/// itself: it asks the poll harness to re-queue the task when the poll ends, one state
+/// transition instead of a wake and then another (`task/wait.rs`, `request_self_yield`);
+/// under any other waker it wakes that waker. Use it in long loops:
 /// futures cannot be preempted, so a task that never yields keeps its P.
 ///
 /// ```
@@ -44,7 +47,14 @@ impl Future for YieldNow {
             return Poll::Ready(());
         }
         self.yielded = true;
-        cx.waker().wake_by_ref();
+        // Polled by its own task (the common case): the poll harness re-queues the task when
+        // this poll ends, in one state transition, instead of a wake now and another then.
+        // Any other waker (an executor inside the task, `block_on`) is woken as usual.
+        let own =
+            crate::task::wait::request_self_yield(|cell| crate::task::core::is_own_waker(cell, cx.waker()));
+        if !own {
+            cx.waker().wake_by_ref();
+        }
         Poll::Pending
     }
 }

@@ -154,3 +154,68 @@ fn wake_from_outside_races_shutdown() {
         assert_eq!(drops.load(SeqCst), 1, "future dropped {} times", drops.load(SeqCst));
     });
 }
+
+/// A task's own `yield_now` does not wake: the harness re-queues the task when the poll ends,
+/// with one transition (`transition_to_requeue`). A wake from another thread racing it (during
+/// the poll, between the poll and the re-queue, or after) adds no poll: exactly two polls in
+/// every interleaving, the task freed once.
+#[test]
+fn self_yield_racing_a_wake_repolls_exactly_once() {
+    loom::model(|| {
+        let (s, _) = Scheduler::new(1); // no Ps: this thread plays the M
+        let polls = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = mpsc::channel();
+        let handle = {
+            let polls = polls.clone();
+            s.spawn(async move {
+                polls.fetch_add(1, SeqCst);
+                let w = poll_fn(|cx| Poll::Ready(cx.waker().clone())).await;
+                tx.send(w).unwrap();
+                gmprt_runtime::yield_now().await;
+                polls.fetch_add(1, SeqCst) + 1
+            })
+        };
+        let waker = thread::spawn(move || rx.recv().unwrap().wake());
+        // Poll 1 yields; the re-queued task (global queue: no P) is polled again in the loop.
+        let mut ran = s.run_global();
+        waker.join().unwrap();
+        ran += s.run_global();
+        assert_eq!(ran, 2, "polls run");
+        assert_eq!(handle.join(), Ok(2));
+        assert_eq!(polls.load(SeqCst), 2);
+        assert_eq!(s.live_tasks(), 0, "a task leaked");
+    });
+}
+
+/// An abort racing a self-yield: the task is cancelled (during the poll: at the re-queue; while
+/// queued: at its next dequeue) or finishes first; never polled after the abort is seen, never
+/// lost, freed once.
+#[test]
+fn self_yield_racing_an_abort() {
+    loom::model(|| {
+        let (s, _) = Scheduler::new(1); // no Ps: this thread plays the M
+        let polls = Arc::new(AtomicUsize::new(0));
+        let handle = {
+            let polls = polls.clone();
+            Arc::new(s.spawn(async move {
+                polls.fetch_add(1, SeqCst);
+                gmprt_runtime::yield_now().await;
+                polls.fetch_add(1, SeqCst) + 1
+            }))
+        };
+        let aborter = {
+            let handle = handle.clone();
+            thread::spawn(move || handle.abort())
+        };
+        s.run_global();
+        aborter.join().unwrap();
+        s.run_global();
+        let handle = Arc::try_unwrap(handle).ok().expect("the aborter dropped its clone");
+        match handle.join() {
+            Ok(n) => assert_eq!((n, polls.load(SeqCst)), (2, 2)),
+            Err(gmprt_runtime::JoinError::Cancelled) => assert!(polls.load(SeqCst) <= 2),
+            Err(e) => panic!("unexpected {e:?}"),
+        }
+        assert_eq!(s.live_tasks(), 0, "a task leaked");
+    });
+}

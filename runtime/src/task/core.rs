@@ -279,6 +279,14 @@ unsafe fn stage<'a, F: Future>(ptr: NonNull<Header>) -> &'a UnsafeCell<Stage<F>>
     unsafe { &ptr.cast::<Cell<F>>().as_ref().stage }
 }
 
+/// Whether `waker` is the waker of the task whose wait cell is `cell`: the task this thread is
+/// polling (`wait::request_self_yield`). Compares addresses only; `cell` may be `block_on`'s,
+/// which is no task's (its waker is not a task waker).
+pub(crate) fn is_own_waker(cell: *const super::wait::WaitCell, waker: &std::task::Waker) -> bool {
+    let header = (cell as *const u8).wrapping_sub(std::mem::offset_of!(Header, wait));
+    std::ptr::eq(waker.vtable(), &super::waker::VTABLE) && std::ptr::eq(waker.data(), header as *const ())
+}
+
 unsafe fn run<F>(ptr: NonNull<Header>)
 where
     F: Future + Send + 'static,
@@ -310,8 +318,22 @@ where
             stage.with_mut(|s| unsafe { Pin::new_unchecked(&mut *(*s).future) }.poll(&mut cx))
         }))
     });
-    drop(wait_guard);
+    let self_yield = wait_guard.finish();
     let out = match res {
+        Ok(Poll::Pending) if self_yield => {
+            shared.trace_poll_end(header, mark, false);
+            // The future asked to be polled again at once (`yield_now` on our own waker, which
+            // then did not wake): not parking, so not into the owned list; one transition
+            // leaves the state a wake during the poll would have, and the task goes to the
+            // tail of the queue as a woken one does.
+            match header.state.transition_to_requeue() {
+                ToIdle::Notified => shared.schedule(Notified(ptr), true),
+                // SAFETY: we still hold RUNNING.
+                ToIdle::Cancel => unsafe { cancel_and_complete(ptr, true) },
+                ToIdle::Idle => unreachable!("transition_to_requeue never parks a task"),
+            }
+            return;
+        }
         Ok(Poll::Pending) => {
             shared.trace_poll_end(header, mark, false);
             // About to park (not woken during the poll): make the task findable by shutdown.

@@ -169,6 +169,22 @@ impl State {
         act
     }
 
+    /// Called by the poller after `Poll::Pending` from a future that asked to be polled again
+    /// at once (`yield_now` on the task's own waker, `wait::request_self_yield`); it holds
+    /// `RUNNING` and the queue reference, which it keeps for the re-queue. Clears `RUNNING` and
+    /// sets `NOTIFIED`: the state a self-wake during the poll followed by `transition_to_idle`
+    /// leaves, in one RMW instead of two. `Cancel` when aborted meanwhile.
+    pub(crate) fn transition_to_requeue(&self) -> ToIdle {
+        self.update(|s| {
+            debug_assert!(s.has(RUNNING));
+            if s.has(CANCELLED) {
+                return (None, ToIdle::Cancel);
+            }
+            (Some((s.0 & !RUNNING) | NOTIFIED), ToIdle::Notified)
+        })
+        .1
+    }
+
     /// Called by the poller when the future is gone and the output is stored: clears
     /// `RUNNING`, sets `COMPLETE`. Returns the snapshot before the transition.
     pub(crate) fn transition_to_complete(&self) -> Snapshot {

@@ -119,18 +119,50 @@ impl WaitCell {
     }
 }
 
-crate::loom::thread_local! {
-    static CURRENT: Cell<*const WaitCell> = const { Cell::new(std::ptr::null()) };
+/// The poll in progress on this thread: its wait cell, and whether the future asked to be
+/// polled again at once (`yield_now` on the task's own waker: [`request_self_yield`]).
+struct PollCx {
+    cell: Cell<*const WaitCell>,
+    self_yield: Cell<bool>,
 }
 
-/// Restores the previously current cell when dropped.
-pub(crate) struct WaitGuard(*const WaitCell);
+crate::loom::thread_local! {
+    static CURRENT: PollCx = const { PollCx { cell: Cell::new(std::ptr::null()), self_yield: Cell::new(false) } };
+}
+
+/// Restores the previously current cell (and its poll's yield request) when dropped or
+/// [`finished`](WaitGuard::finish).
+pub(crate) struct WaitGuard {
+    prev: *const WaitCell,
+    prev_yield: bool,
+}
+
+impl WaitGuard {
+    /// Ends the poll: restores the previous cell and returns whether this poll's future asked
+    /// to be polled again at once ([`request_self_yield`]) — the harness then re-queues the
+    /// task itself, with no wake (`core::run`).
+    #[inline]
+    pub(crate) fn finish(self) -> bool {
+        let this = std::mem::ManuallyDrop::new(self);
+        // `try_with`: a task polled from a thread-local destructor at thread exit.
+        CURRENT
+            .try_with(|c| {
+                c.cell.set(this.prev);
+                c.self_yield.replace(this.prev_yield)
+            })
+            .unwrap_or(false)
+    }
+}
 
 impl Drop for WaitGuard {
+    /// A poll that unwound past its harness (it never does: `core::run` catches panics) still
+    /// restores the previous cell.
     fn drop(&mut self) {
-        let prev = self.0;
-        // `try_with`: a task polled from a thread-local destructor at thread exit.
-        let _ = CURRENT.try_with(|c| c.set(prev));
+        let (prev, prev_yield) = (self.prev, self.prev_yield);
+        let _ = CURRENT.try_with(|c| {
+            c.cell.set(prev);
+            c.self_yield.set(prev_yield);
+        });
     }
 }
 
@@ -139,8 +171,33 @@ impl Drop for WaitGuard {
 #[inline]
 pub(crate) fn enter(cell: &WaitCell) -> WaitGuard {
     cell.store(UNKNOWN, 0, 0);
-    let prev = CURRENT.try_with(|c| c.replace(cell as *const WaitCell)).unwrap_or(std::ptr::null());
-    WaitGuard(prev)
+    CURRENT
+        .try_with(|c| WaitGuard {
+            prev: c.cell.replace(cell as *const WaitCell),
+            prev_yield: c.self_yield.replace(false),
+        })
+        // Lazily: a fallback guard built and dropped unused would reset the cell.
+        .unwrap_or_else(|_| WaitGuard { prev: std::ptr::null(), prev_yield: false })
+}
+
+/// For `yield_now`: if `is_own(cell)` says the poll in progress is that of the task whose wait
+/// cell is current (the waker it was given is the task's own), records that the future asks to
+/// be polled again at once and returns true; the caller then returns `Pending` **without
+/// waking**, and the harness re-queues the task when the poll ends. False (the caller wakes as
+/// usual) outside a gmprt task's poll, or for another waker (a future polled by another
+/// executor inside the task).
+#[inline]
+pub(crate) fn request_self_yield(is_own: impl FnOnce(*const WaitCell) -> bool) -> bool {
+    CURRENT
+        .try_with(|c| {
+            let cell = c.cell.get();
+            let own = !cell.is_null() && is_own(cell);
+            if own {
+                c.self_yield.set(true);
+            }
+            own
+        })
+        .unwrap_or(false)
 }
 
 /// Records what the task being polled on this thread waits on; a no-op outside a gmprt poll.
@@ -148,7 +205,7 @@ pub(crate) fn enter(cell: &WaitCell) -> WaitGuard {
 #[inline]
 pub(crate) fn set(kind: u8, id: u64, aux: u64) {
     let _ = CURRENT.try_with(|c| {
-        let p = c.get();
+        let p = c.cell.get();
         if !p.is_null() {
             // SAFETY: `enter`'s guard clears the pointer before the cell can be freed (the
             // harness holds the task's reference, or `block_on` its frame, across the poll),

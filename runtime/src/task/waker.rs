@@ -6,7 +6,7 @@ use super::state::WakeAction;
 use std::ptr::NonNull;
 use std::task::{RawWaker, RawWakerVTable, Waker};
 
-static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake_by_val, wake_by_ref, drop_waker);
+pub(crate) static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake_by_val, wake_by_ref, drop_waker);
 
 /// A waker that borrows the caller's reference (wrap it in `ManuallyDrop`: dropping it would
 /// release a reference it never took).
