@@ -210,7 +210,7 @@ fn self_yield_racing_an_abort() {
         s.run_global();
         aborter.join().unwrap();
         s.run_global();
-        let handle = Arc::try_unwrap(handle).ok().expect("the aborter dropped its clone");
+        let handle = Arc::try_unwrap(handle).unwrap_or_else(|_| panic!("the aborter kept its clone"));
         match handle.join() {
             Ok(n) => assert_eq!((n, polls.load(SeqCst)), (2, 2)),
             Err(gmprt_runtime::JoinError::Cancelled) => assert!(polls.load(SeqCst) <= 2),
