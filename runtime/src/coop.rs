@@ -42,13 +42,13 @@ pub(crate) fn with_budget<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// Spends one unit of the current task's budget. `Ready(())`: go ahead. `Pending`: the budget
-/// is spent; the task has been woken and must return `Pending` now (it runs again after the
-/// tasks queued behind it). For resources that can be ready many times in a row.
+/// is spent; the task is to run again after the tasks queued behind it (`requeue_self`) and
+/// must return `Pending` now. For resources that can be ready many times in a row.
 pub fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
     LEFT.with(|l| match l.get() {
         None => Poll::Ready(()),
         Some(0) => {
-            cx.waker().wake_by_ref();
+            crate::yield_now::requeue_self(cx);
             Poll::Pending
         }
         Some(n) => {

@@ -47,14 +47,19 @@ impl Future for YieldNow {
             return Poll::Ready(());
         }
         self.yielded = true;
-        // Polled by its own task (the common case): the poll harness re-queues the task when
-        // this poll ends, in one state transition, instead of a wake now and another then.
-        // Any other waker (an executor inside the task, `block_on`) is woken as usual.
-        let own =
-            crate::task::wait::request_self_yield(|cell| crate::task::core::is_own_waker(cell, cx.waker()));
-        if !own {
-            cx.waker().wake_by_ref();
-        }
+        requeue_self(cx);
         Poll::Pending
+    }
+}
+
+/// Any future about to return `Pending` so that its task runs again after the tasks queued
+/// before it (a yield, a spent budget: `coop.rs`). Polled by its own task (the common case),
+/// the poll harness re-queues the task when this poll ends, in one state transition, instead
+/// of a wake now and another then. Any other waker (an executor inside the task, `block_on`)
+/// is woken as usual.
+pub(crate) fn requeue_self(cx: &Context<'_>) {
+    let own = crate::task::wait::request_self_yield(|cell| crate::task::core::is_own_waker(cell, cx.waker()));
+    if !own {
+        cx.waker().wake_by_ref();
     }
 }
