@@ -143,12 +143,17 @@ impl WaitGuard {
     /// task itself, with no wake (`core::run`).
     #[inline]
     pub(crate) fn finish(self) -> bool {
-        let this = std::mem::ManuallyDrop::new(self);
-        // `try_with`: a task polled from a thread-local destructor at thread exit.
+        std::mem::ManuallyDrop::new(self).restore()
+    }
+
+    /// Puts back the previous cell and yield flag; returns this poll's flag (false when the
+    /// thread's locals are gone: a task polled from a thread-local destructor at thread exit).
+    #[inline]
+    fn restore(&self) -> bool {
         CURRENT
             .try_with(|c| {
-                c.cell.set(this.prev);
-                c.self_yield.replace(this.prev_yield)
+                c.cell.set(self.prev);
+                c.self_yield.replace(self.prev_yield)
             })
             .unwrap_or(false)
     }
@@ -158,11 +163,7 @@ impl Drop for WaitGuard {
     /// A poll that unwound past its harness (it never does: `core::run` catches panics) still
     /// restores the previous cell.
     fn drop(&mut self) {
-        let (prev, prev_yield) = (self.prev, self.prev_yield);
-        let _ = CURRENT.try_with(|c| {
-            c.cell.set(prev);
-            c.self_yield.set(prev_yield);
-        });
+        self.restore();
     }
 }
 
