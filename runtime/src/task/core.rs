@@ -400,7 +400,14 @@ unsafe fn complete(ptr: NonNull<Header>, owns_queue_ref: bool, cancelled: bool) 
     }
     // Unlink from the owned list if the task parked at some point (we hold RUNNING).
     let linked_ref = shared.owned.remove(header);
-    let prev = header.state.transition_to_complete();
+    let refs = owns_queue_ref as usize + linked_ref as usize;
+    // The common end of a joined task: the handle will take the output and nobody waits
+    // yet, so our references go in the same RMW as COMPLETE is set, and the cell is not
+    // touched again (the handle may free it from here on).
+    let (prev, released) = header.state.transition_to_complete(refs);
+    if released {
+        return;
+    }
     if !prev.has(JOIN_INTEREST) {
         // No one will read the output: drop it here (we own the stage after COMPLETE without
         // JOIN_INTEREST).

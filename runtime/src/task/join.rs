@@ -157,6 +157,24 @@ impl<T> Future for JoinHandle<T> {
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
         let header = self.header();
+        // The common end of a join: complete, and no waker stored (or the task already gave
+        // the slot back). Then the runtime no longer touches the slot or the output, so both
+        // are dealt with first and JOIN_INTEREST goes with our reference in one RMW.
+        let snap = header.state.load();
+        if snap.has(super::state::COMPLETE) && !snap.has(super::state::JOIN_WAKER) {
+            if !self.done {
+                // SAFETY: COMPLETE observed (acquire) with JOIN_INTEREST ours: the output is
+                // ours, and nobody else drops it (`complete` does only without JOIN_INTEREST).
+                unsafe { (header.vtable.drop_output)(self.raw) };
+            }
+            // SAFETY: JOIN_WAKER is clear after COMPLETE: the slot is ours (state.rs rules).
+            header.join_waker.with_mut(|w| unsafe { *w = super::waker::JoinWaker::none() });
+            if header.state.drop_complete_join_handle() {
+                // SAFETY: that was the last reference: nobody else can touch the task.
+                unsafe { (header.vtable.dealloc)(self.raw) };
+            }
+            return;
+        }
         let prev = header.state.drop_join_interest();
         if prev.has(super::state::COMPLETE) && !self.done {
             // Completed with nobody reading: the output is ours to drop.

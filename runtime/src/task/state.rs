@@ -186,12 +186,26 @@ impl State {
     }
 
     /// Called by the poller when the future is gone and the output is stored: clears
-    /// `RUNNING`, sets `COMPLETE`. Returns the snapshot before the transition.
-    pub(crate) fn transition_to_complete(&self) -> Snapshot {
-        // AcqRel: release publishes the output to the JoinHandle (which acquires COMPLETE).
-        let prev = Snapshot(self.0.fetch_xor(RUNNING | COMPLETE, AcqRel));
-        debug_assert!(prev.has(RUNNING) && !prev.has(COMPLETE), "{prev:?}");
-        prev
+    /// `RUNNING`, sets `COMPLETE`. It also releases the caller's `refs` references (the queue's,
+    /// the owned list's) in the same RMW when that leaves the caller nothing more to do with
+    /// the cell: a `JoinHandle` holds `JOIN_INTEREST` (the output is its to take or drop, and
+    /// its reference means ours cannot be the last) and has stored no waker (`JOIN_WAKER`
+    /// clear: nobody to wake, and it can no longer store one once `COMPLETE` is set). Returns
+    /// the snapshot before and whether the references went; when they did, the caller must not
+    /// touch the task again (the handle may free it at once).
+    pub(crate) fn transition_to_complete(&self, refs: usize) -> (Snapshot, bool) {
+        // AcqRel (in `update`): release publishes the output to the JoinHandle (which acquires
+        // COMPLETE), and our uses of the cell to whoever frees it, as in `ref_dec`.
+        self.update(|s| {
+            debug_assert!(s.has(RUNNING) && !s.has(COMPLETE), "{s:?}");
+            let next = s.0 ^ (RUNNING | COMPLETE);
+            if refs > 0 && s.has(JOIN_INTEREST) && !s.has(JOIN_WAKER) {
+                debug_assert!(s.refs() > refs, "the handle's reference is missing: {s:?}");
+                (Some(next - refs * REF_ONE), true)
+            } else {
+                (Some(next), false)
+            }
+        })
     }
 
     /// A wake that consumes one reference (`Waker::wake`).
@@ -352,6 +366,19 @@ impl State {
         .0
     }
 
+    /// The `JoinHandle` of a complete task is dropped: clears `JOIN_INTEREST` and releases the
+    /// handle's reference in one RMW. Only when the handle saw `COMPLETE` without `JOIN_WAKER`
+    /// (so the runtime no longer reads the waker slot, and the output is the handle's), and has
+    /// dealt with both. True when it was the last reference (the caller frees the task).
+    pub(crate) fn drop_complete_join_handle(&self) -> bool {
+        // AcqRel as in `ref_dec`. A subtraction clears the bit: the handle owns JOIN_INTEREST,
+        // so it is set, and nobody else changes it.
+        let prev = Snapshot(self.0.fetch_sub(JOIN_INTEREST + REF_ONE, AcqRel));
+        debug_assert!(prev.has(COMPLETE) && prev.has(JOIN_INTEREST) && !prev.has(JOIN_WAKER), "{prev:?}");
+        debug_assert!(prev.refs() >= 1);
+        prev.refs() == 1
+    }
+
     #[cfg(all(test, not(loom)))]
     pub(crate) fn raw(&self) -> usize {
         self.0.load(Relaxed)
@@ -385,12 +412,43 @@ mod tests {
     fn wake_after_complete_is_noop() {
         let s = State::new();
         assert_eq!(s.transition_to_running(), ToRunning::Poll);
-        let prev = s.transition_to_complete();
+        let prev = s.transition_to_complete(0).0;
         assert!(prev.has(RUNNING) && !prev.has(COMPLETE));
         assert_eq!(s.wake_by_ref(), WakeAction::Nothing);
         assert_eq!(s.transition_to_cancelled(), WakeAction::Nothing);
         assert!(!s.transition_to_shutdown());
         assert_eq!(s.raw() & (RUNNING | COMPLETE), COMPLETE);
+    }
+
+    #[test]
+    fn completing_releases_the_pollers_references_only_when_the_handle_needs_nothing() {
+        // Handle holds JOIN_INTEREST, no waker: the queue's reference goes with COMPLETE.
+        let s = State::new();
+        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        let (prev, released) = s.transition_to_complete(1);
+        assert!(released && prev.has(RUNNING) && prev.refs() == 2);
+        assert_eq!(s.raw() & (RUNNING | COMPLETE), COMPLETE);
+        assert_eq!(s.load().refs(), 1, "only the handle's reference is left");
+        // The handle's drop clears JOIN_INTEREST and frees in one RMW.
+        assert!(s.drop_complete_join_handle(), "the handle's was the last reference");
+        assert_eq!(s.raw() & (JOIN_INTEREST | COMPLETE), COMPLETE);
+
+        // A stored waker must be woken: the references stay with the caller.
+        let s = State::new();
+        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        assert!(s.set_join_waker().is_ok());
+        let (prev, released) = s.transition_to_complete(1);
+        assert!(!released && prev.has(JOIN_WAKER));
+        assert_eq!(s.load().refs(), 2);
+
+        // No handle: the caller drops the output, so it keeps its references too.
+        let s = State::new();
+        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        let _ = s.drop_join_interest();
+        let (prev, released) = s.transition_to_complete(1);
+        assert!(!released && !prev.has(JOIN_INTEREST));
+        assert_eq!(s.load().refs(), 2);
+        assert!(!s.ref_dec() && s.ref_dec(), "two references were left to release");
     }
 
     #[test]
@@ -406,7 +464,7 @@ mod tests {
     fn last_wake_by_val_deallocates() {
         let s = State::new();
         assert_eq!(s.transition_to_running(), ToRunning::Poll);
-        let _ = s.transition_to_complete();
+        let _ = s.transition_to_complete(0);
         s.ref_inc(); // a waker clone
                      // Drop the JoinHandle's and queue's references; the waker's remains.
         assert!(!s.ref_dec_twice());
