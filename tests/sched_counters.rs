@@ -93,3 +93,36 @@ fn a_running_ps_runnext_is_stolen_after_a_back_off() {
     assert_eq!(st.runnext_steals, 1, "{st:?}");
     assert!(st.runnext_backoffs >= 1, "{st:?}");
 }
+
+/// A task that yields with nothing else queued on its P is that M's next task: re-queueing it
+/// wakes no other M (idle.rs, step 1), however many times it yields and whatever the other Ms
+/// are doing. Before this rule each yield paid a `wakep`, and with the other P idle a
+/// `startm`: a futex wake for an M that found nothing, or took the task from the M about to
+/// run it. (A spent coop budget re-queues through the same path: `yield_now::requeue_self`.)
+#[test]
+fn a_task_yielding_alone_wakes_no_m() {
+    let rt = Runtime::builder().procs(2).build().unwrap();
+    let before = rt.stats();
+    let yields = rt.block_on(async {
+        gmprt::spawn(async {
+            let mut x = 1u64;
+            for _ in 0..2_000 {
+                // Some work between yields (tens of µs), so that an M woken by a yield has
+                // time to look, find nothing and park again before the next one: each yield
+                // then meets a parked M, which the old path woke every time.
+                for _ in 0..20_000 {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+                gmprt::yield_now().await;
+            }
+            std::hint::black_box(x);
+            2_000
+        })
+        .await
+        .unwrap()
+    });
+    assert_eq!(yields, 2_000);
+    let st = rt.stats();
+    // No task was spawned on an M, so nothing but the yields could have submitted work.
+    assert_eq!(st.startm_submit, before.startm_submit, "a yield with nothing queued woke an M: {st:?}");
+}

@@ -353,9 +353,15 @@ impl Shared {
                 if let Ok(mut guard) = cx.p.try_borrow_mut() {
                     if let Some(p) = guard.as_mut() {
                         let next = !is_yield && !cx.wake_to_tail.get();
+                        // A task its own poll re-queues (a yield, a spent budget) onto a P with
+                        // nothing else queued is that M's next task anyway: like a task put in
+                        // an empty `runnext`, it wakes nobody (idle.rs, step 1). Waking an M
+                        // would only have it take the task from the M about to run it.
+                        let alone =
+                            is_yield && p.runq.is_empty() && self.allp[p.id].runnext.load(Relaxed).is_null();
                         let stealable = p.runqput(self, task, next);
                         drop(guard);
-                        if stealable {
+                        if stealable && !alone {
                             self.wakep(WakeFrom::Submit);
                         }
                         return None;
