@@ -100,6 +100,12 @@ mod loom_queue {
         pub(crate) fn len(&self) -> usize {
             self.0.len()
         }
+        /// crossbeam's `Worker::is_empty`: back Relaxed (only the owner writes it), front SeqCst.
+        pub(crate) fn is_empty(&self) -> bool {
+            let b = self.0.back.load(Relaxed);
+            let f = self.0.front.load(SeqCst);
+            b <= f
+        }
     }
 
     impl<T> Stealer<T> {
