@@ -141,6 +141,27 @@ fn park_spawn_from_task_procs2() {
     );
 }
 
+/// procs = 2. A task yields with nothing else queued on its P, which wakes no M (`schedule`'s
+/// alone rule, idle.rs step 1), while the M that `block_on`'s spawn started and the idle path
+/// race it: the yielded task must still be run (by its own M, or a thief) and complete.
+#[test]
+fn park_yield_alone_procs2() {
+    loom::model(|| {
+        let rt = Runtime::builder().procs(2).loom_prestart_ms(0).build().unwrap();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let r = runs.clone();
+        let parent = async move {
+            gmprt_runtime::yield_now().await;
+            r.fetch_add(1, SeqCst);
+            5
+        };
+        assert_eq!(rt.block_on(async move { gmprt_runtime::spawn(parent).await.unwrap() }), 5);
+        assert_eq!(runs.load(SeqCst), 1);
+        let _ = assert_structural(&rt);
+        drop(rt);
+    });
+}
+
 /// A future that counts its drops.
 struct DropCount(Arc<AtomicUsize>);
 
