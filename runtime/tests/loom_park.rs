@@ -162,6 +162,27 @@ fn park_yield_alone_procs2() {
     });
 }
 
+/// procs = 2. A task spawns a child into its `runnext` (no `wakep`) and then yields: not alone,
+/// so the yield's wake is a hint sent only if a plain read shows an idle P (no fence). Whether
+/// or not the other M is woken, both tasks must run and the parent's await complete.
+#[test]
+fn park_yield_beside_a_child_procs2() {
+    loom::model(|| {
+        let rt = Runtime::builder().procs(2).loom_prestart_ms(0).build().unwrap();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let child = task(&runs, 2);
+        let parent = async move {
+            let h = gmprt_runtime::spawn(child);
+            gmprt_runtime::yield_now().await;
+            h.await.unwrap() + 1
+        };
+        assert_eq!(rt.block_on(async move { gmprt_runtime::spawn(parent).await.unwrap() }), 3);
+        assert_eq!(runs.load(SeqCst), 1);
+        let _ = assert_structural(&rt);
+        drop(rt);
+    });
+}
+
 /// A future that counts its drops.
 struct DropCount(Arc<AtomicUsize>);
 

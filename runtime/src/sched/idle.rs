@@ -16,9 +16,11 @@
 //!    `nmspinning != 0` (a spinner will find it) return; otherwise CAS `nmspinning` 0 → 1, take
 //!    an idle P and hand it to an idle M (or a new thread) as a *spinning* M. A task put in an
 //!    empty `runnext` slot wakes nobody: the current M runs it as soon as the current poll
-//!    returns. Nor does a task that its own poll re-queues (a yield, a spent coop budget) onto
-//!    a P with nothing else queued (`Shared::schedule`): it is that M's next task in the same
-//!    way, and a woken M could only take it from the M about to run it.
+//!    returns. A task that its own poll re-queues (a yield, a spent coop budget, a wake during
+//!    the poll) is in the same position, on the tail of its queue: that M is awake and reaches
+//!    it, so its `wakep` is only a hint for parallelism (`Shared::schedule`). It is sent only
+//!    when a plain read shows an idle P, and never for a task alone on its P: that is the M's
+//!    next task, which a woken M could only take from the M about to run it.
 //! 2. **Spinner.** A spinning M that finds work stops spinning (`nmspinning -= 1`) and, as Go's
 //!    `resetspinning`, calls `wakep` itself: there may be more work, and it was the one that was
 //!    supposed to find it.
@@ -77,9 +79,10 @@
 //! * A task left out of the recheck — in a running P's `runnext` — is not stranded: the M
 //!   running that P is awake and runs it when its poll returns; if the poll runs long with
 //!   work queued, sysmon's `wakep` sends a spinner, which takes it after one back-off.
-//! * A task re-queued alone by its own poll, with no `wakep`, is in the same position: the M
-//!   that polled it is awake, and its next look at its own queue (before any idle path) finds
-//!   it, unless a thief took it first.
+//! * A task re-queued by its own poll, with no `wakep` (alone, or no idle P read), is in the
+//!   same position: the M that polled it is awake, and its own queue, which it looks at before
+//!   any idle path, holds it (unless a thief took it). The other tasks of that queue were
+//!   pushed with their own `wakep`.
 //!
 //! Each repetition happens strictly later in the fence order and involves an M that is
 //! awake at that point, so "every M sleeps while T is queued" cannot be reached.
