@@ -5,7 +5,7 @@
 
 use super::cache::{alloc_cell, free_cell, CellCache};
 use super::state::{
-    State, ToIdle, ToRunning, CANCELLED, COMPLETE, JOIN_INTEREST, JOIN_WAKER, NOTIFIED, OWNED,
+    Completed, State, ToIdle, ToRunning, CANCELLED, COMPLETE, JOIN_INTEREST, JOIN_WAKER, NOTIFIED, OWNED,
 };
 use super::JoinError;
 use crate::loom::cell::UnsafeCell;
@@ -401,18 +401,33 @@ unsafe fn complete(ptr: NonNull<Header>, owns_queue_ref: bool, cancelled: bool) 
     // Unlink from the owned list if the task parked at some point (we hold RUNNING).
     let linked_ref = shared.owned.remove(header);
     let refs = owns_queue_ref as usize + linked_ref as usize;
-    // The common end of a joined task: the handle will take the output and nobody waits
-    // yet, so our references go in the same RMW as COMPLETE is set, and the cell is not
-    // touched again (the handle may free it from here on).
-    let (prev, released) = header.state.transition_to_complete(refs);
-    if released {
-        return;
-    }
-    if !prev.has(JOIN_INTEREST) {
-        // No one will read the output: drop it here (we own the stage after COMPLETE without
-        // JOIN_INTEREST).
-        // SAFETY: see above; the output is live and this is its one consumer.
+    // Nobody will join the task (its handle is gone, or it never had one: `go`): JOIN_INTEREST,
+    // once clear, stays clear, so the output is ours to drop now, before COMPLETE.
+    let unjoined = !header.state.load().has(JOIN_INTEREST);
+    if unjoined {
+        // SAFETY: we hold RUNNING and no JoinHandle exists: we are the output's one consumer.
         unsafe { (header.vtable.drop_output)(ptr) };
+    }
+    // Then, as for a joined task whose handle waits for nothing (it takes the output later),
+    // nothing is left to do after COMPLETE: our references go in the same RMW, and the cell is
+    // not touched again unless they were the last.
+    let prev = match header.state.transition_to_complete(refs, unjoined) {
+        Completed::Released { last } => {
+            if last {
+                // SAFETY: no references remain.
+                unsafe { (header.vtable.dealloc)(ptr) };
+            }
+            return;
+        }
+        Completed::Kept(prev) => prev,
+    };
+    if !prev.has(JOIN_INTEREST) {
+        if !unjoined {
+            // The handle went away during the poll's end: drop the output here (we own the
+            // stage after COMPLETE without JOIN_INTEREST).
+            // SAFETY: see above; the output is live and this is its one consumer.
+            unsafe { (header.vtable.drop_output)(ptr) };
+        }
     } else if prev.has(JOIN_WAKER) {
         // JOIN_WAKER set: we may read the waker slot until we clear the bit.
         // SAFETY: shared read access under JOIN_WAKER.

@@ -40,6 +40,16 @@ const REF_SHIFT: usize = 7;
 pub(crate) const REF_ONE: usize = 1 << REF_SHIFT;
 const FLAGS: usize = REF_ONE - 1;
 
+/// What `transition_to_complete` did with the caller's references.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Completed {
+    /// They went with `COMPLETE`; `last`: they were the last (the caller frees the task).
+    Released { last: bool },
+    /// They are still the caller's; the snapshot before the transition says what is left to
+    /// do (drop the output, wake the joiner) before releasing them.
+    Kept(Snapshot),
+}
+
 /// A snapshot of the state word.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Snapshot(pub(crate) usize);
@@ -188,24 +198,37 @@ impl State {
     /// Called by the poller when the future is gone and the output is stored: clears
     /// `RUNNING`, sets `COMPLETE`. It also releases the caller's `refs` references (the queue's,
     /// the owned list's) in the same RMW when that leaves the caller nothing more to do with
-    /// the cell: a `JoinHandle` holds `JOIN_INTEREST` (the output is its to take or drop, and
-    /// its reference means ours cannot be the last) and has stored no waker (`JOIN_WAKER`
-    /// clear: nobody to wake, and it can no longer store one once `COMPLETE` is set). Returns
-    /// the snapshot before and whether the references went; when they did, the caller must not
-    /// touch the task again (the handle may free it at once).
-    pub(crate) fn transition_to_complete(&self, refs: usize) -> (Snapshot, bool) {
+    /// the cell:
+    /// * a `JoinHandle` holds `JOIN_INTEREST` (the output is its to take or drop, and its
+    ///   reference means ours cannot be the last) and has stored no waker (`JOIN_WAKER` clear:
+    ///   nobody to wake, and it can no longer store one once `COMPLETE` is set); or
+    /// * nobody will join the task and the caller has already dropped the output
+    ///   (`output_dropped`, allowed only when it saw `JOIN_INTEREST` clear, which then stays
+    ///   clear): then ours may be the last references.
+    ///
+    /// When they went, the caller must not touch the task again (another holder may free it at
+    /// once), except to free it itself when [`Completed::Released`] says they were the last.
+    pub(crate) fn transition_to_complete(&self, refs: usize, output_dropped: bool) -> Completed {
         // AcqRel (in `update`): release publishes the output to the JoinHandle (which acquires
-        // COMPLETE), and our uses of the cell to whoever frees it, as in `ref_dec`.
-        self.update(|s| {
+        // COMPLETE), and our uses of the cell to whoever frees it, as in `ref_dec`; acquire
+        // sees every other holder's uses before we free it, as in `ref_dec`.
+        let (prev, released) = self.update(|s| {
             debug_assert!(s.has(RUNNING) && !s.has(COMPLETE), "{s:?}");
+            debug_assert!(!(output_dropped && s.has(JOIN_INTEREST)), "output dropped under a handle: {s:?}");
             let next = s.0 ^ (RUNNING | COMPLETE);
-            if refs > 0 && s.has(JOIN_INTEREST) && !s.has(JOIN_WAKER) {
-                debug_assert!(s.refs() > refs, "the handle's reference is missing: {s:?}");
+            let nothing_left = if s.has(JOIN_INTEREST) { !s.has(JOIN_WAKER) } else { output_dropped };
+            if refs > 0 && nothing_left {
+                debug_assert!(s.refs() >= refs, "{s:?}");
                 (Some(next - refs * REF_ONE), true)
             } else {
                 (Some(next), false)
             }
-        })
+        });
+        if released {
+            Completed::Released { last: prev.refs() == refs }
+        } else {
+            Completed::Kept(prev)
+        }
     }
 
     /// A wake that consumes one reference (`Waker::wake`).
@@ -412,7 +435,9 @@ mod tests {
     fn wake_after_complete_is_noop() {
         let s = State::new();
         assert_eq!(s.transition_to_running(), ToRunning::Poll);
-        let prev = s.transition_to_complete(0).0;
+        let Completed::Kept(prev) = s.transition_to_complete(0, false) else {
+            panic!("no references to release")
+        };
         assert!(prev.has(RUNNING) && !prev.has(COMPLETE));
         assert_eq!(s.wake_by_ref(), WakeAction::Nothing);
         assert_eq!(s.transition_to_cancelled(), WakeAction::Nothing);
@@ -421,12 +446,11 @@ mod tests {
     }
 
     #[test]
-    fn completing_releases_the_pollers_references_only_when_the_handle_needs_nothing() {
+    fn completing_releases_the_pollers_references_only_when_nothing_is_left_to_do() {
         // Handle holds JOIN_INTEREST, no waker: the queue's reference goes with COMPLETE.
         let s = State::new();
         assert_eq!(s.transition_to_running(), ToRunning::Poll);
-        let (prev, released) = s.transition_to_complete(1);
-        assert!(released && prev.has(RUNNING) && prev.refs() == 2);
+        assert_eq!(s.transition_to_complete(1, false), Completed::Released { last: false });
         assert_eq!(s.raw() & (RUNNING | COMPLETE), COMPLETE);
         assert_eq!(s.load().refs(), 1, "only the handle's reference is left");
         // The handle's drop clears JOIN_INTEREST and frees in one RMW.
@@ -437,18 +461,26 @@ mod tests {
         let s = State::new();
         assert_eq!(s.transition_to_running(), ToRunning::Poll);
         assert!(s.set_join_waker().is_ok());
-        let (prev, released) = s.transition_to_complete(1);
-        assert!(!released && prev.has(JOIN_WAKER));
+        let Completed::Kept(prev) = s.transition_to_complete(1, false) else { panic!("released") };
+        assert!(prev.has(JOIN_WAKER));
         assert_eq!(s.load().refs(), 2);
 
-        // No handle: the caller drops the output, so it keeps its references too.
+        // No handle, output not yet dropped: the caller drops it, so it keeps its references.
         let s = State::new();
         assert_eq!(s.transition_to_running(), ToRunning::Poll);
         let _ = s.drop_join_interest();
-        let (prev, released) = s.transition_to_complete(1);
-        assert!(!released && !prev.has(JOIN_INTEREST));
+        let Completed::Kept(prev) = s.transition_to_complete(1, false) else { panic!("released") };
+        assert!(!prev.has(JOIN_INTEREST));
         assert_eq!(s.load().refs(), 2);
         assert!(!s.ref_dec() && s.ref_dec(), "two references were left to release");
+
+        // No handle, output already dropped: the references go, and here they were the last.
+        let s = State::new();
+        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        let _ = s.drop_join_interest();
+        assert!(!s.ref_dec(), "the handle's reference");
+        assert_eq!(s.transition_to_complete(1, true), Completed::Released { last: true });
+        assert_eq!(s.load().refs(), 0);
     }
 
     #[test]
@@ -464,7 +496,7 @@ mod tests {
     fn last_wake_by_val_deallocates() {
         let s = State::new();
         assert_eq!(s.transition_to_running(), ToRunning::Poll);
-        let _ = s.transition_to_complete(0);
+        let _ = s.transition_to_complete(0, false);
         s.ref_inc(); // a waker clone
                      // Drop the JoinHandle's and queue's references; the waker's remains.
         assert!(!s.ref_dec_twice());
