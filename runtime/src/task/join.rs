@@ -175,6 +175,20 @@ impl<T> Drop for JoinHandle<T> {
             }
             return;
         }
+        // A detached spawn (`drop(spawn(..))`): not complete, no waker stored. The slot is ours
+        // while JOIN_WAKER is clear; then JOIN_INTEREST goes with our reference in one RMW,
+        // unless the task completed meanwhile (then the general path below).
+        if !snap.has(super::state::JOIN_WAKER) {
+            // SAFETY: JOIN_WAKER is clear: the slot is ours (state.rs rules).
+            header.join_waker.with_mut(|w| unsafe { *w = super::waker::JoinWaker::none() });
+            if let Some(last) = header.state.drop_join_handle_early() {
+                if last {
+                    // SAFETY: that was the last reference: nobody else can touch the task.
+                    unsafe { (header.vtable.dealloc)(self.raw) };
+                }
+                return;
+            }
+        }
         let prev = header.state.drop_join_interest();
         if prev.has(super::state::COMPLETE) && !self.done {
             // Completed with nobody reading: the output is ours to drop.

@@ -402,6 +402,25 @@ impl State {
         prev.refs() == 1
     }
 
+    /// The `JoinHandle` of a task not yet complete, with no waker stored, is dropped (a
+    /// detached spawn: `drop(spawn(..))`): clears `JOIN_INTEREST` and releases the handle's
+    /// reference in one RMW. The task then drops its own output when it completes. `None`, and
+    /// nothing changed, once the task is complete or a waker is stored: the caller takes the
+    /// general path. `Some(true)` when that was the last reference (the caller frees the task).
+    pub(crate) fn drop_join_handle_early(&self) -> Option<bool> {
+        // AcqRel (in `update`) as in `ref_dec`.
+        let (prev, dropped) = self.update(|s| {
+            debug_assert!(s.has(JOIN_INTEREST), "{s:?}");
+            if s.has(COMPLETE) || s.has(JOIN_WAKER) {
+                (None, false)
+            } else {
+                debug_assert!(s.refs() >= 1, "{s:?}");
+                (Some(s.0 - JOIN_INTEREST - REF_ONE), true)
+            }
+        });
+        dropped.then(|| prev.refs() == 1)
+    }
+
     #[cfg(all(test, not(loom)))]
     pub(crate) fn raw(&self) -> usize {
         self.0.load(Relaxed)
@@ -481,6 +500,28 @@ mod tests {
         assert!(!s.ref_dec(), "the handle's reference");
         assert_eq!(s.transition_to_complete(1, true), Completed::Released { last: true });
         assert_eq!(s.load().refs(), 0);
+    }
+
+    #[test]
+    fn an_early_handle_drop_clears_interest_and_its_reference_in_one_step() {
+        let s = State::new();
+        assert_eq!(s.drop_join_handle_early(), Some(false), "the queue's reference is left");
+        assert_eq!(s.raw() & JOIN_INTEREST, 0);
+        assert_eq!(s.load().refs(), 1);
+        // The task then completes unjoined: it drops its output and frees itself.
+        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        assert_eq!(s.transition_to_complete(1, true), Completed::Released { last: true });
+
+        // Complete, or a waker stored: nothing changes, the general path applies.
+        let s = State::new();
+        assert!(s.set_join_waker().is_ok());
+        assert_eq!(s.drop_join_handle_early(), None);
+        assert_eq!(s.load().refs(), 2);
+        let s = State::new();
+        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        let _ = s.transition_to_complete(0, false);
+        assert_eq!(s.drop_join_handle_early(), None);
+        assert!(s.load().has(JOIN_INTEREST));
     }
 
     #[test]
