@@ -26,6 +26,18 @@
 //! Every transition is a single compare-and-swap loop over the whole word (`AcqRel`: the
 //! acquire half sees the stage writes of the previous owner of `RUNNING`; the release half
 //! publishes ours). Reference-count changes that need no decision use `fetch_add`/`fetch_sub`.
+//!
+//! Since the count and the bits share the word, a transition after which its caller has
+//! nothing left to do with the cell releases the caller's references in the same RMW, so a
+//! task's common life costs one locked RMW per step instead of two:
+//! * `transition_to_complete` releases the poller's references with `COMPLETE` when a handle
+//!   waits for nothing (it takes the output later) or nobody will join (the output already
+//!   dropped);
+//! * a `JoinHandle` dropped after `COMPLETE` (a finished join), or before it with no waker
+//!   stored (a detached spawn), clears `JOIN_INTEREST` together with its reference.
+//!
+//! After such an RMW the caller touches the cell only to free it, when its references were the
+//! last. `tests/loom_join.rs` races each of these against the others.
 
 use crate::loom::sync::atomic::{AtomicUsize, Ordering::*};
 
