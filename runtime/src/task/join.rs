@@ -157,31 +157,27 @@ impl<T> Future for JoinHandle<T> {
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
         let header = self.header();
-        // The common end of a join: complete, and no waker stored (or the task already gave
-        // the slot back). Then the runtime no longer touches the slot or the output, so both
-        // are dealt with first and JOIN_INTEREST goes with our reference in one RMW.
+        // With no waker stored (JOIN_WAKER clear), the slot is ours (state.rs rules), and
+        // JOIN_INTEREST can go with our reference in one RMW: after COMPLETE (a finished join:
+        // the runtime no longer touches the slot or the output, so both are dealt with first),
+        // or before it (a detached spawn, `drop(spawn(..))`: the task then drops its own
+        // output), unless the task completed meanwhile (then the general path below).
         let snap = header.state.load();
-        if snap.has(super::state::COMPLETE) && !snap.has(super::state::JOIN_WAKER) {
-            if !self.done {
+        if !snap.has(super::state::JOIN_WAKER) {
+            let complete = snap.has(super::state::COMPLETE);
+            if complete && !self.done {
                 // SAFETY: COMPLETE observed (acquire) with JOIN_INTEREST ours: the output is
                 // ours, and nobody else drops it (`complete` does only without JOIN_INTEREST).
                 unsafe { (header.vtable.drop_output)(self.raw) };
             }
-            // SAFETY: JOIN_WAKER is clear after COMPLETE: the slot is ours (state.rs rules).
+            // SAFETY: JOIN_WAKER is clear: the slot is ours.
             header.join_waker.with_mut(|w| unsafe { *w = super::waker::JoinWaker::none() });
-            if header.state.drop_complete_join_handle() {
-                // SAFETY: that was the last reference: nobody else can touch the task.
-                unsafe { (header.vtable.dealloc)(self.raw) };
-            }
-            return;
-        }
-        // A detached spawn (`drop(spawn(..))`): not complete, no waker stored. The slot is ours
-        // while JOIN_WAKER is clear; then JOIN_INTEREST goes with our reference in one RMW,
-        // unless the task completed meanwhile (then the general path below).
-        if !snap.has(super::state::JOIN_WAKER) {
-            // SAFETY: JOIN_WAKER is clear: the slot is ours (state.rs rules).
-            header.join_waker.with_mut(|w| unsafe { *w = super::waker::JoinWaker::none() });
-            if let Some(last) = header.state.drop_join_handle_early() {
+            let released = if complete {
+                Some(header.state.drop_complete_join_handle())
+            } else {
+                header.state.drop_join_handle_early()
+            };
+            if let Some(last) = released {
                 if last {
                     // SAFETY: that was the last reference: nobody else can touch the task.
                     unsafe { (header.vtable.dealloc)(self.raw) };
