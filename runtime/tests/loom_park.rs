@@ -146,8 +146,8 @@ fn park_spawn_from_task_procs2() {
 /// spawn started and the idle path race it: the yielded task must still be run (by its own M,
 /// or a thief) and complete. A yield beside other queued tasks differs only in that its wake
 /// hint may be sent; one that is skipped (a stale plain read) leaves the same state as here.
-/// (A model with a child queued beside the yield took ~130 s and found nothing this one does
-/// not; it was left out of CI for time.)
+/// (A model with a child queued beside the yield, so that the hint path runs, passed in
+/// ~130 s; it was left out of CI for time.)
 #[test]
 fn park_yield_alone_procs2() {
     loom::model(|| {
