@@ -37,9 +37,9 @@ pub(crate) struct Vtable {
     pub(crate) run: unsafe fn(NonNull<Header>),
     /// Free the cell (refcount reached zero).
     pub(crate) dealloc: unsafe fn(NonNull<Header>),
-    /// Drop the future and store `Err(JoinError::Cancelled)`. Only by the holder of `RUNNING`
-    /// of a task that has not completed.
-    pub(crate) cancel: unsafe fn(NonNull<Header>),
+    /// Drop the future and, when the flag is set, store `Err(JoinError::Cancelled)`. Only by
+    /// the holder of `RUNNING` of a task that has not completed.
+    pub(crate) cancel: unsafe fn(NonNull<Header>, bool),
     /// Move the output into `*dst` (a `*mut Poll<Result<T, JoinError>>`). Only after `COMPLETE`
     /// by the holder of `JOIN_INTEREST`; the output is gone after.
     pub(crate) read_output: unsafe fn(NonNull<Header>, *mut ()),
@@ -128,8 +128,9 @@ impl Header {
 ///   ([`drop_future`]), which it does only right before writing the output and completing;
 /// * after `COMPLETE`: the output (`Err(JoinError::Cancelled)` for a cancelled task), until its
 ///   owner consumes it once: the `JoinHandle` reads it ([`read_output`]) or drops it when
-///   dropped unread, or the runtime drops it in `complete` when no handle is left
-///   ([`drop_output`]); after that, nothing.
+///   dropped unread, or the runtime drops it in `complete` when the handle went during the
+///   last poll ([`drop_output`]); after that, nothing. When no handle was left as the last
+///   poll began, the output is dropped by the poller and never stored: nothing at all.
 ///
 /// So when the last reference goes ([`dealloc`]), the stage holds the future if the task never
 /// completed (its last reference dropped while queued, say) and nothing otherwise.
@@ -259,7 +260,9 @@ pub(crate) fn shutdown_task(ptr: NonNull<Header>) {
     let header = unsafe { ptr.as_ref() };
     if header.state.transition_to_shutdown() {
         // SAFETY: transition_to_shutdown gave us RUNNING: exclusive access to the stage.
-        unsafe { cancel_and_complete(ptr, false) };
+        // `joined: true` stores the output whether or not a handle is left: `complete` then
+        // finds out, which is all the (rare) shutdown path needs.
+        unsafe { cancel_and_complete(ptr, false, true) };
     }
     drop_reference(ptr);
 }
@@ -294,12 +297,12 @@ where
 {
     // SAFETY: caller gives us the queue reference; the cell is alive.
     let header = unsafe { ptr.as_ref() };
-    match header.state.transition_to_running() {
+    let joined = match header.state.transition_to_running() {
         ToRunning::Done => return drop_reference(ptr),
         // SAFETY: we hold RUNNING.
-        ToRunning::Cancel => return unsafe { cancel_and_complete(ptr, true) },
-        ToRunning::Poll => {}
-    }
+        ToRunning::Cancel { joined } => return unsafe { cancel_and_complete(ptr, true, joined) },
+        ToRunning::Poll { joined } => joined,
+    };
     let shared = header.shared();
     let mark = shared.trace_poll_begin(header);
     // The waker borrows our queue reference: no count change.
@@ -329,7 +332,7 @@ where
             match header.state.transition_to_requeue() {
                 ToIdle::Notified => shared.schedule(Notified(ptr), true),
                 // SAFETY: we still hold RUNNING.
-                ToIdle::Cancel => unsafe { cancel_and_complete(ptr, true) },
+                ToIdle::Cancel => unsafe { cancel_and_complete(ptr, true, joined) },
                 ToIdle::Idle => unreachable!("transition_to_requeue never parks a task"),
             }
             return;
@@ -344,13 +347,13 @@ where
             {
                 // Shutdown closed the list: drop the future now instead of parking it.
                 // SAFETY: we hold RUNNING.
-                return unsafe { cancel_and_complete(ptr, true) };
+                return unsafe { cancel_and_complete(ptr, true, joined) };
             }
             match header.state.transition_to_idle() {
                 ToIdle::Idle => {}
                 ToIdle::Notified => shared.schedule(Notified(ptr), true),
                 // SAFETY: we still hold RUNNING.
-                ToIdle::Cancel => unsafe { cancel_and_complete(ptr, true) },
+                ToIdle::Cancel => unsafe { cancel_and_complete(ptr, true, joined) },
             }
             return;
         }
@@ -364,30 +367,46 @@ where
         Some(msg) if out.is_ok() => Err(JoinError::Panicked(msg)),
         _ => out,
     };
-    // SAFETY: still RUNNING; the stage is empty since the future was dropped.
-    stage.with_mut(|s| unsafe { s.write(Stage { output: ManuallyDrop::new(out) }) });
-    // SAFETY: RUNNING held, output stored.
-    unsafe { complete(ptr, true, false) };
+    if joined {
+        // SAFETY: still RUNNING; the stage is empty since the future was dropped.
+        stage.with_mut(|s| unsafe { s.write(Stage { output: ManuallyDrop::new(out) }) });
+    } else {
+        // No handle can ever read it: drop it here instead of storing it. A panicking
+        // destructor is contained, as in `drop_output` (nobody to tell).
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(out)));
+    }
+    // SAFETY: RUNNING held; the output is stored exactly when `joined`.
+    unsafe { complete(ptr, true, false, joined) };
 }
 
 /// Drops the future and completes the task as cancelled: the output is
-/// `Err(JoinError::Cancelled)`. A panic in the future's destructor is contained and dropped:
-/// the task was cancelled either way. Caller holds `RUNNING` of a task that has not completed.
-/// With `owns_queue_ref` the caller's queue reference is released here; otherwise the caller
-/// keeps (and later releases) its own reference.
-unsafe fn cancel_and_complete(ptr: NonNull<Header>, owns_queue_ref: bool) {
+/// `Err(JoinError::Cancelled)`, stored only when `joined` (see [`complete`]). A panic in the
+/// future's destructor is contained and dropped: the task was cancelled either way. Caller
+/// holds `RUNNING` of a task that has not completed. With `owns_queue_ref` the caller's queue
+/// reference is released here; otherwise the caller keeps (and later releases) its own
+/// reference.
+unsafe fn cancel_and_complete(ptr: NonNull<Header>, owns_queue_ref: bool, joined: bool) {
     // SAFETY: caller holds RUNNING of an incomplete task: the future is live, and after it is
-    // dropped the stage is empty for `cancel` to write.
+    // dropped the stage is empty for `cancel` to write; it writes exactly when `joined`.
     unsafe {
-        (ptr.as_ref().vtable.cancel)(ptr);
-        complete(ptr, owns_queue_ref, true);
+        (ptr.as_ref().vtable.cancel)(ptr, joined);
+        complete(ptr, owns_queue_ref, true, joined);
     }
 }
 
-/// Publishes completion. Caller holds `RUNNING` and the stage holds the output (for a
-/// `cancelled` task, `Err(JoinError::Cancelled)`). Releases the queue reference when
+/// Publishes completion. Caller holds `RUNNING`; releases the queue reference when
 /// `owns_queue_ref`, and the owned list's if the task was linked.
-unsafe fn complete(ptr: NonNull<Header>, owns_queue_ref: bool, cancelled: bool) {
+///
+/// `joined` says where the output is (for a `cancelled` task, `Err(JoinError::Cancelled)`):
+/// * true: stored in the stage. A handle held `JOIN_INTEREST` when the poll began; if it went
+///   meanwhile, the output is dropped here, after `COMPLETE`.
+/// * false: already dropped, or never stored, by the caller. `JOIN_INTEREST` was clear when
+///   the poll began ([`ToRunning`]) and, once clear, stays clear, so no handle can want it.
+///
+/// When nothing is left to do after `COMPLETE` (a handle will take the output later and waits
+/// for nothing, or nobody will), our references go in the same RMW and the cell is not touched
+/// again unless they were the last.
+unsafe fn complete(ptr: NonNull<Header>, owns_queue_ref: bool, cancelled: bool, joined: bool) {
     // SAFETY: module contract.
     let header = unsafe { ptr.as_ref() };
     let shared = header.shared();
@@ -401,48 +420,34 @@ unsafe fn complete(ptr: NonNull<Header>, owns_queue_ref: bool, cancelled: bool) 
     // Unlink from the owned list if the task parked at some point (we hold RUNNING).
     let linked_ref = shared.owned.remove(header);
     let refs = owns_queue_ref as usize + linked_ref as usize;
-    // Nobody will join the task (its handle is gone, or it never had one: `go`): JOIN_INTEREST,
-    // once clear, stays clear, so the output is ours to drop now, before COMPLETE.
-    let unjoined = !header.state.load().has(JOIN_INTEREST);
-    if unjoined {
-        // SAFETY: we hold RUNNING and no JoinHandle exists: we are the output's one consumer.
-        unsafe { (header.vtable.drop_output)(ptr) };
-    }
-    // Then, as for a joined task whose handle waits for nothing (it takes the output later),
-    // nothing is left to do after COMPLETE: our references go in the same RMW, and the cell is
-    // not touched again unless they were the last.
-    let prev = match header.state.transition_to_complete(refs, unjoined) {
-        Completed::Released { last } => {
-            if last {
-                // SAFETY: no references remain.
-                unsafe { (header.vtable.dealloc)(ptr) };
+    let last = match header.state.transition_to_complete(refs, !joined) {
+        Completed::Released { last } => last,
+        Completed::Kept(prev) => {
+            if !prev.has(JOIN_INTEREST) {
+                if joined {
+                    // The handle went away during the poll: the output it left is ours to
+                    // drop (we own the stage after COMPLETE without JOIN_INTEREST).
+                    // SAFETY: see above; the output is stored (`joined`) and this is its one
+                    // consumer.
+                    unsafe { (header.vtable.drop_output)(ptr) };
+                }
+            } else if prev.has(JOIN_WAKER) {
+                // JOIN_WAKER set: we may read the waker slot until we clear the bit.
+                // SAFETY: shared read access under JOIN_WAKER.
+                header.join_waker.with(|w| unsafe { &*w }.wake_by_ref());
+                let after = header.state.unset_join_waker_after_complete();
+                if !after.has(JOIN_INTEREST) {
+                    // The handle went away meanwhile; it left the slot to us.
+                    // SAFETY: JOIN_WAKER is clear and the handle is gone: exclusive access.
+                    header.join_waker.with_mut(|w| unsafe { *w = super::waker::JoinWaker::none() });
+                }
             }
-            return;
+            match refs {
+                2 => header.state.ref_dec_twice(),
+                1 => header.state.ref_dec(),
+                _ => false,
+            }
         }
-        Completed::Kept(prev) => prev,
-    };
-    if !prev.has(JOIN_INTEREST) {
-        if !unjoined {
-            // The handle went away during the poll's end: drop the output here (we own the
-            // stage after COMPLETE without JOIN_INTEREST).
-            // SAFETY: see above; the output is live and this is its one consumer.
-            unsafe { (header.vtable.drop_output)(ptr) };
-        }
-    } else if prev.has(JOIN_WAKER) {
-        // JOIN_WAKER set: we may read the waker slot until we clear the bit.
-        // SAFETY: shared read access under JOIN_WAKER.
-        header.join_waker.with(|w| unsafe { &*w }.wake_by_ref());
-        let after = header.state.unset_join_waker_after_complete();
-        if !after.has(JOIN_INTEREST) {
-            // The handle went away meanwhile; it left the slot to us.
-            // SAFETY: JOIN_WAKER is clear and the handle is gone: exclusive access.
-            header.join_waker.with_mut(|w| unsafe { *w = super::waker::JoinWaker::none() });
-        }
-    }
-    let last = match (owns_queue_ref, linked_ref) {
-        (true, true) => header.state.ref_dec_twice(),
-        (true, false) | (false, true) => header.state.ref_dec(),
-        (false, false) => false,
     };
     if last {
         // SAFETY: no references remain.
@@ -504,13 +509,17 @@ unsafe fn drop_future<F: Future>(ptr: NonNull<Header>) -> Option<String> {
     })
 }
 
-/// `Vtable::cancel`: drops the future and stores `Err(JoinError::Cancelled)` as the output.
+/// `Vtable::cancel`: drops the future and, when `store`, stores `Err(JoinError::Cancelled)` as
+/// the output.
 ///
 /// # Safety
 /// Caller holds `RUNNING` of a task that has not completed.
-unsafe fn cancel<F: Future>(ptr: NonNull<Header>) {
+unsafe fn cancel<F: Future>(ptr: NonNull<Header>, store: bool) {
     // SAFETY: contract: the future is live and ours.
     let _ = unsafe { drop_future::<F>(ptr) };
+    if !store {
+        return;
+    }
     // SAFETY: the stage is empty now, and still ours.
     unsafe { stage::<F>(ptr) }.with_mut(|s| {
         // SAFETY: as above: writing into an empty stage drops nothing.

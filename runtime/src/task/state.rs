@@ -92,10 +92,14 @@ impl std::fmt::Debug for Snapshot {
 #[must_use]
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum ToRunning {
-    /// Poll the future.
-    Poll,
+    /// Poll the future. `joined`: `JOIN_INTEREST` was set at this transition. When it was
+    /// clear, nobody can ever take the output (the bit, once clear, stays clear), so the
+    /// poller may drop the output at once instead of storing it (`core::complete`); when it
+    /// was set, the handle may still go during the poll, and `complete` finds that out.
+    Poll { joined: bool },
     /// `CANCELLED` is set: drop the future and complete with `JoinError::Cancelled`.
-    Cancel,
+    /// `joined` as for `Poll`.
+    Cancel { joined: bool },
     /// Already complete (cancelled by shutdown while queued): just drop the queue's reference.
     Done,
 }
@@ -165,7 +169,9 @@ impl State {
             }
             debug_assert!(!s.has(RUNNING), "task polled concurrently: {s:?}");
             let next = (s.0 | RUNNING) & !NOTIFIED;
-            let act = if s.has(CANCELLED) { ToRunning::Cancel } else { ToRunning::Poll };
+            let joined = s.has(JOIN_INTEREST);
+            let act =
+                if s.has(CANCELLED) { ToRunning::Cancel { joined } } else { ToRunning::Poll { joined } };
             (Some(next), act)
         })
         .1
@@ -446,7 +452,7 @@ mod tests {
     #[test]
     fn wake_during_poll_requeues_exactly_once() {
         let s = State::new();
-        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        assert_eq!(s.transition_to_running(), ToRunning::Poll { joined: true });
         // Two wakes while running: only the first marks NOTIFIED, neither submits.
         assert_eq!(s.wake_by_ref(), WakeAction::Nothing);
         assert_eq!(s.wake_by_ref(), WakeAction::Nothing);
@@ -454,7 +460,7 @@ mod tests {
         assert_eq!(s.load().0 & FLAGS, NOTIFIED | JOIN_INTEREST);
         // Queued: further wakes do nothing.
         assert_eq!(s.wake_by_ref(), WakeAction::Nothing);
-        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        assert_eq!(s.transition_to_running(), ToRunning::Poll { joined: true });
         assert_eq!(s.transition_to_idle(), ToIdle::Idle);
         // Parked: a wake submits with a fresh reference.
         let before = s.load().refs();
@@ -465,7 +471,7 @@ mod tests {
     #[test]
     fn wake_after_complete_is_noop() {
         let s = State::new();
-        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        assert_eq!(s.transition_to_running(), ToRunning::Poll { joined: true });
         let Completed::Kept(prev) = s.transition_to_complete(0, false) else {
             panic!("no references to release")
         };
@@ -480,7 +486,7 @@ mod tests {
     fn completing_releases_the_pollers_references_only_when_nothing_is_left_to_do() {
         // Handle holds JOIN_INTEREST, no waker: the queue's reference goes with COMPLETE.
         let s = State::new();
-        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        assert_eq!(s.transition_to_running(), ToRunning::Poll { joined: true });
         assert_eq!(s.transition_to_complete(1, false), Completed::Released { last: false });
         assert_eq!(s.raw() & (RUNNING | COMPLETE), COMPLETE);
         assert_eq!(s.load().refs(), 1, "only the handle's reference is left");
@@ -490,26 +496,28 @@ mod tests {
 
         // A stored waker must be woken: the references stay with the caller.
         let s = State::new();
-        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        assert_eq!(s.transition_to_running(), ToRunning::Poll { joined: true });
         assert!(s.set_join_waker().is_ok());
         let Completed::Kept(prev) = s.transition_to_complete(1, false) else { panic!("released") };
         assert!(prev.has(JOIN_WAKER));
         assert_eq!(s.load().refs(), 2);
 
-        // No handle, output not yet dropped: the caller drops it, so it keeps its references.
+        // The handle went during the poll (it was there when the poll began, so the output was
+        // stored): the caller drops the output after COMPLETE, so it keeps its references.
         let s = State::new();
-        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        assert_eq!(s.transition_to_running(), ToRunning::Poll { joined: true });
         let _ = s.drop_join_interest();
         let Completed::Kept(prev) = s.transition_to_complete(1, false) else { panic!("released") };
         assert!(!prev.has(JOIN_INTEREST));
         assert_eq!(s.load().refs(), 2);
         assert!(!s.ref_dec() && s.ref_dec(), "two references were left to release");
 
-        // No handle, output already dropped: the references go, and here they were the last.
+        // No handle when the poll began, so the output was dropped, never stored: the
+        // references go, and here they were the last.
         let s = State::new();
-        assert_eq!(s.transition_to_running(), ToRunning::Poll);
         let _ = s.drop_join_interest();
         assert!(!s.ref_dec(), "the handle's reference");
+        assert_eq!(s.transition_to_running(), ToRunning::Poll { joined: false });
         assert_eq!(s.transition_to_complete(1, true), Completed::Released { last: true });
         assert_eq!(s.load().refs(), 0);
     }
@@ -521,7 +529,7 @@ mod tests {
         assert_eq!(s.raw() & JOIN_INTEREST, 0);
         assert_eq!(s.load().refs(), 1);
         // The task then completes unjoined: it drops its output and frees itself.
-        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        assert_eq!(s.transition_to_running(), ToRunning::Poll { joined: false });
         assert_eq!(s.transition_to_complete(1, true), Completed::Released { last: true });
 
         // Complete, or a waker stored: nothing changes, the general path applies.
@@ -530,7 +538,7 @@ mod tests {
         assert_eq!(s.drop_join_handle_early(), None);
         assert_eq!(s.load().refs(), 2);
         let s = State::new();
-        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        assert_eq!(s.transition_to_running(), ToRunning::Poll { joined: true });
         let _ = s.transition_to_complete(0, false);
         assert_eq!(s.drop_join_handle_early(), None);
         assert!(s.load().has(JOIN_INTEREST));
@@ -539,16 +547,16 @@ mod tests {
     #[test]
     fn abort_of_parked_task_submits_it() {
         let s = State::new();
-        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        assert_eq!(s.transition_to_running(), ToRunning::Poll { joined: true });
         assert_eq!(s.transition_to_idle(), ToIdle::Idle);
         assert_eq!(s.transition_to_cancelled(), WakeAction::Submit);
-        assert_eq!(s.transition_to_running(), ToRunning::Cancel);
+        assert_eq!(s.transition_to_running(), ToRunning::Cancel { joined: true });
     }
 
     #[test]
     fn last_wake_by_val_deallocates() {
         let s = State::new();
-        assert_eq!(s.transition_to_running(), ToRunning::Poll);
+        assert_eq!(s.transition_to_running(), ToRunning::Poll { joined: true });
         let _ = s.transition_to_complete(0, false);
         s.ref_inc(); // a waker clone
                      // Drop the JoinHandle's and queue's references; the waker's remains.
