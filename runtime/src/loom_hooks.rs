@@ -166,7 +166,7 @@ impl P {
         self.p.id
     }
 
-    /// `Processor::runqput`; true when stealable work was added.
+    /// `Processor::runqput`; true when stealable work was added and another P could take it.
     pub fn runqput(&mut self, task: Task, next: bool) -> bool {
         self.p.runqput(&self.shared, task.0, next)
     }

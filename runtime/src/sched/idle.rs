@@ -20,7 +20,10 @@
 //!    the poll) is in the same position, on the tail of its queue: that M is awake and reaches
 //!    it, so its `wakep` is only a hint for parallelism (`Shared::schedule`). It is sent only
 //!    when a plain read shows an idle P, and never for a task alone on its P: that is the M's
-//!    next task, which a woken M could only take from the M about to run it.
+//!    next task, which a woken M could only take from the M about to run it. With one P, a
+//!    submitter that holds it sends no `wakep` at all (`Processor::runqput` reports nothing
+//!    stealable): no other P exists to be idle, and the task stays with the P, which its M
+//!    either reaches or, entering a syscall, hands off with the task in view (`handoffp`).
 //! 2. **Spinner.** A spinning M that finds work stops spinning (`nmspinning -= 1`) and, as Go's
 //!    `resetspinning`, calls `wakep` itself: there may be more work, and it was the one that was
 //!    supposed to find it.

@@ -265,8 +265,11 @@ impl Processor {
     }
 
     /// Owner only. Queues `task`; with `next` it goes to `runnext`. Returns true when stealable
-    /// work was added (a displaced `runnext` or a queue push), i.e. when a `wakep` may help.
+    /// work was added (a displaced `runnext` or a queue push) and another P exists to steal it,
+    /// i.e. when a `wakep` may help. With one P there is none: while its owner runs, no P is
+    /// idle, so `wakep` would pay its fence to read `npidle == 0` on every spawn.
     pub(crate) fn runqput(&mut self, shared: &Shared, task: Notified, next: bool) -> bool {
+        let others = shared.procs() > 1;
         if next {
             shared.trace_runnext(self.id, task.id());
             let slot = &shared.allp[self.id].runnext;
@@ -285,12 +288,12 @@ impl Processor {
                 Some(old) => {
                     // SAFETY: the displaced pointer carried a queue reference, now ours.
                     self.runq.push(unsafe { Notified::from_raw(old) });
-                    true
+                    others
                 }
             }
         } else {
             self.runq.push(task);
-            true
+            others
         }
     }
 
