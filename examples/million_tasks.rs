@@ -15,6 +15,12 @@
 //!   of it. The default mode does more: each task does a little arithmetic, and keeps its
 //!   result until the root joins it.
 //!
+//! * `--warm`: run the spawn + join (or `--detached`) program once untimed first, then time a
+//!   second run in the same process. It then reuses memory the first run left (gmprt's cell
+//!   heap, the allocator's for tokio) instead of taking a million fresh pages from the kernel:
+//!   the scheduler's own cost, with the first touch of fresh memory (a fifth of a cold 1M run
+//!   on the 2-core VM) left out. Counters and latencies cover both runs.
+//!
 //! `--runtime tokio` runs the same program on tokio's multi-thread runtime with the same worker
 //! count (its peer figures, for ratios; run both in one session, as `benches/README.md` does).
 //!
@@ -53,6 +59,10 @@ struct Args {
     /// WaitGroup), instead of joining each task's result
     #[arg(long)]
     detached: bool,
+    /// Run the program once untimed first and time a second run, which reuses the first run's
+    /// memory instead of faulting fresh pages in (counters cover both runs)
+    #[arg(long, conflicts_with = "park")]
+    warm: bool,
     /// The runtime that runs the program
     #[arg(long, value_enum, value_name = "RUNTIME", default_value_t = Which::Gmprt)]
     runtime: Which,
@@ -321,14 +331,24 @@ fn run<R: Rt>(rt: R, a: &Args) {
         say(format!("released them all in {:.1} ms", r.release_elapsed.as_secs_f64() * 1e3));
         ("park", r.park_elapsed + r.release_elapsed, r.parked_bytes as f64 / n as f64)
     } else if a.detached {
+        if a.warm {
+            let _ = detached_mode(&rt, n);
+        }
         let elapsed = detached_mode(&rt, n);
         let (_, peak) = rss();
         say(format!(
             "spawned {n} detached tasks on {procs} procs and waited for their latch in {:.1} ms",
             elapsed.as_secs_f64() * 1e3
         ));
-        ("detached", elapsed, peak.saturating_sub(rss0) as f64 / n as f64)
+        (
+            if a.warm { "detached_warm" } else { "detached" },
+            elapsed,
+            peak.saturating_sub(rss0) as f64 / n as f64,
+        )
     } else {
+        if a.warm {
+            let _ = spawn_mode(&rt, n).unwrap_or_else(|e| fail(NAME, e));
+        }
         let (elapsed, _) = spawn_mode(&rt, n).unwrap_or_else(|e| fail(NAME, e));
         let (_, peak) = rss();
         say(format!(
@@ -336,7 +356,7 @@ fn run<R: Rt>(rt: R, a: &Args) {
             elapsed.as_secs_f64() * 1e3
         ));
         (
-            "spawn",
+            if a.warm { "spawn_warm" } else { "spawn" },
             elapsed,
             // Peak memory above start-up over the tasks: every task and its JoinHandle were
             // alive at once before the root joined them.

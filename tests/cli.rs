@@ -130,6 +130,26 @@ fn million_tasks_detached_runs_gos_program_and_refuses_it_with_park() {
 }
 
 #[test]
+fn million_tasks_warm_times_a_second_run_and_refuses_park() {
+    // The untimed first run and the timed second one both spawn every task (and a root).
+    for (extra, mode) in [(None, "spawn_warm"), (Some("--detached"), "detached_warm")] {
+        let mut args = vec!["story", "million_tasks", "--tasks", "1000", "--procs", "2", "--warm", "--json"];
+        args.extend(extra);
+        let o = gmprt(&args);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("--json prints JSON");
+        assert_eq!(v["mode"], mode, "{out}");
+        let spawned = v["stats"]["spawned"].as_u64().expect("stats.spawned");
+        assert!((2000..=2004).contains(&spawned), "two runs of 1000 tasks, {spawned} spawned: {out}");
+    }
+    let o = gmprt(&["story", "million_tasks", "--tasks", "10", "--warm", "--park"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--park") && err.contains("--warm"), "{err}");
+}
+
+#[test]
 fn bench_json_has_a_row_per_measurement() {
     let o = gmprt(&["bench", "--reps", "1", "--json", "--procs", "2"]);
     let (out, err) = text(&o);
