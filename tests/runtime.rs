@@ -596,6 +596,59 @@ fn yield_now_under_another_waker_wakes_that_waker() {
 // Panics
 // ---------------------------------------------------------------------------------------------
 
+/// The handle marks a taken output in its pointer's low bit (it is one word): a second poll is
+/// refused, and dropping the handle afterwards does not drop the taken output again, whether
+/// the output was taken on the first poll or after the handle parked.
+#[test]
+fn a_handle_polled_after_its_output_refuses_and_drops_nothing_twice() {
+    for procs in [1, 2] {
+        let rt = rt(procs);
+        let drops = Counters::new(2);
+        let gate = Gate::new();
+        let (d0, d1, g) = (drops.clone(), drops.clone(), gate.clone());
+        let (ready, parked) = rt.block_on(async move {
+            // Finished before the first poll of its handle.
+            let mut ready = gmprt::spawn(async move { Output { value: 7, _guard: DropGuard::new(&d0, 0) } });
+            while !ready.is_finished() {
+                gmprt::yield_now().await;
+            }
+            let out = (&mut ready).await.expect("the task returns");
+            assert_eq!(out.value, 7);
+            drop(out);
+            // Finished after its handle stored a waker.
+            let mut parked = gmprt::spawn(async move {
+                g.wait().await;
+                Output { value: 8, _guard: DropGuard::new(&d1, 1) }
+            });
+            let opener = gmprt::spawn(async move { gate_open_later(gate).await });
+            let out = (&mut parked).await.expect("the task returns");
+            assert_eq!(out.value, 8);
+            drop(out);
+            opener.await.expect("the opener returns");
+            (ready, parked)
+        });
+        drops.assert_all(1, "each output dropped once, by its reader");
+        for mut h in [ready, parked] {
+            assert!(h.is_finished());
+            let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut cx = Context::from_waker(Waker::noop());
+                let _ = Pin::new(&mut h).poll(&mut cx);
+            }));
+            assert!(again.is_err(), "a second poll after the output must panic");
+            drop(h);
+        }
+        drops.assert_all(1, "dropping the handles dropped nothing again");
+        assert_eq!(rt.stats().live(), 0, "both tasks completed");
+    }
+}
+
+/// Opens `gate` after one yield, so the task waiting on it has parked and its joiner stored a
+/// waker.
+async fn gate_open_later(gate: Arc<Gate>) {
+    gmprt::yield_now().await;
+    gate.open();
+}
+
 #[test]
 fn panicking_task_reports_message_and_runtime_keeps_working() {
     for procs in [1, 2] {

@@ -40,11 +40,18 @@ impl std::error::Error for JoinError {}
 ///
 /// [`join`]: JoinHandle::join
 pub struct JoinHandle<T> {
-    raw: NonNull<Header>,
-    /// Set once the output has been taken; polling again is a programmer error.
-    done: bool,
+    /// The task, with [`DONE`] set in the address's low bit once the output has been taken
+    /// (polling again is a programmer error). A `Header` is 8-aligned, so the bit is free, and
+    /// the handle is one word, as a plain pointer; a separate flag made it 16 bytes, which a
+    /// program keeping a million handles paid in a million times 8 bytes of fresh memory.
+    tagged: NonNull<Header>,
     _p: PhantomData<T>,
 }
+
+/// The low bit of [`JoinHandle::tagged`]: the output has been taken.
+const DONE: usize = 1;
+const _: () =
+    assert!(std::mem::align_of::<Header>() > DONE, "the DONE bit must be free in a header's address");
 
 // SAFETY: the handle only moves the output (T: Send) between threads.
 unsafe impl<T: Send> Send for JoinHandle<T> {}
@@ -56,12 +63,27 @@ impl<T> Unpin for JoinHandle<T> {}
 impl<T> JoinHandle<T> {
     /// Wraps the handle's reference. Contract: `raw` carries one reference and `JOIN_INTEREST`.
     pub(crate) fn new(raw: NonNull<Header>) -> Self {
-        JoinHandle { raw, done: false, _p: PhantomData }
+        debug_assert_eq!(raw.addr().get() & DONE, 0, "a header is aligned");
+        JoinHandle { tagged: raw, _p: PhantomData }
+    }
+
+    /// The task's header pointer, without the tag.
+    #[inline]
+    fn raw(&self) -> NonNull<Header> {
+        // SAFETY: a header's address is a non-zero multiple of its alignment (> DONE), so
+        // clearing the DONE bit leaves it non-zero.
+        self.tagged.map_addr(|a| unsafe { std::num::NonZero::new_unchecked(a.get() & !DONE) })
+    }
+
+    /// Whether the output has been taken.
+    #[inline]
+    fn done(&self) -> bool {
+        self.tagged.addr().get() & DONE != 0
     }
 
     fn header(&self) -> &Header {
         // SAFETY: we own a reference.
-        unsafe { self.raw.as_ref() }
+        unsafe { self.raw().as_ref() }
     }
 
     /// True once the task has completed, panicked or been cancelled (its output is ready).
@@ -80,7 +102,7 @@ impl<T> JoinHandle<T> {
     pub fn abort(&self) {
         let header = self.header();
         if header.state.transition_to_cancelled() == super::state::WakeAction::Submit {
-            header.ref_inc_and_schedule(self.raw);
+            header.ref_inc_and_schedule(self.raw());
         }
     }
 
@@ -107,8 +129,8 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        assert!(!self.done, "JoinHandle polled after it returned its output");
-        let raw = self.raw;
+        assert!(!self.done(), "JoinHandle polled after it returned its output");
+        let raw = self.raw();
         let header = self.header();
         let mut snap = header.state.load();
         if !snap.has(super::state::COMPLETE) {
@@ -148,7 +170,7 @@ impl<T> Future for JoinHandle<T> {
         // SAFETY: COMPLETE observed (acquire) and we hold JOIN_INTEREST: the output is ours.
         unsafe { (header.vtable.read_output)(raw, &mut out as *mut _ as *mut ()) };
         if out.is_ready() {
-            self.done = true;
+            self.tagged = self.tagged.map_addr(|a| a | DONE);
         }
         out
     }
@@ -165,10 +187,10 @@ impl<T> Drop for JoinHandle<T> {
         let snap = header.state.load();
         if !snap.has(super::state::JOIN_WAKER) {
             let complete = snap.has(super::state::COMPLETE);
-            if complete && !self.done {
+            if complete && !self.done() {
                 // SAFETY: COMPLETE observed (acquire) with JOIN_INTEREST ours: the output is
                 // ours, and nobody else drops it (`complete` does only without JOIN_INTEREST).
-                unsafe { (header.vtable.drop_output)(self.raw) };
+                unsafe { (header.vtable.drop_output)(self.raw()) };
             }
             // SAFETY: JOIN_WAKER is clear: the slot is ours.
             header.join_waker.with_mut(|w| unsafe { *w = super::waker::JoinWaker::none() });
@@ -180,23 +202,23 @@ impl<T> Drop for JoinHandle<T> {
             if let Some(last) = released {
                 if last {
                     // SAFETY: that was the last reference: nobody else can touch the task.
-                    unsafe { (header.vtable.dealloc)(self.raw) };
+                    unsafe { (header.vtable.dealloc)(self.raw()) };
                 }
                 return;
             }
         }
         let prev = header.state.drop_join_interest();
-        if prev.has(super::state::COMPLETE) && !self.done {
+        if prev.has(super::state::COMPLETE) && !self.done() {
             // Completed with nobody reading: the output is ours to drop.
             // SAFETY: COMPLETE and JOIN_INTEREST were ours.
-            unsafe { (header.vtable.drop_output)(self.raw) };
+            unsafe { (header.vtable.drop_output)(self.raw()) };
         }
         if !prev.has(super::state::COMPLETE) || !prev.has(super::state::JOIN_WAKER) {
             // JOIN_WAKER is clear now (we cleared it, or it was): the slot is ours.
             // SAFETY: exclusive access per the JOIN_WAKER rules.
             header.join_waker.with_mut(|w| unsafe { *w = super::waker::JoinWaker::none() });
         }
-        drop_reference(self.raw);
+        drop_reference(self.raw());
     }
 }
 
@@ -206,5 +228,18 @@ impl<T> fmt::Debug for JoinHandle<T> {
             .field("id", &self.id())
             .field("state", &self.header().state.load())
             .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// One word, as a plain pointer (and tokio's handle): the taken-output flag lives in the
+    /// pointer's low bit, and `Option` still finds a niche in it.
+    #[test]
+    fn a_handle_is_one_word() {
+        assert_eq!(std::mem::size_of::<JoinHandle<u64>>(), std::mem::size_of::<usize>());
+        assert_eq!(std::mem::size_of::<Option<JoinHandle<String>>>(), std::mem::size_of::<usize>());
     }
 }
