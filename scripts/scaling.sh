@@ -3,7 +3,7 @@
 # tokio and Go, in interleaved rounds (each round runs every P, and at each P gmprt, tokio, go
 # one after the other, so drift on the machine hits the three runtimes alike).
 #
-#   bash scripts/scaling.sh [--tasks N] [--rounds R] [--procs "1 2 4 8 16"] [--bin DIR] [--go BIN]
+#   bash scripts/scaling.sh [--tasks N] [--rounds R] [--procs "1 2 4 8 16"] [--bin DIR] [--go BIN] [--warm]
 #
 #   --tasks N     tasks per run, 1000000, 1_000_000 or 1e6 [default: 1e6]
 #   --rounds R    rounds; the table shows the median over them [default: 3]
@@ -13,6 +13,10 @@
 #   --go BIN      the Go peer (benches/go/million_tasks) already built [default: built into a
 #                 temp dir when `go` is on PATH, else $GMPRT_GO_MILLION if set, else Go is
 #                 skipped with a "go: not installed, skipped" line]
+#   --warm        gmprt and tokio run `million_tasks --warm`: each times a second spawn + join
+#                 in its process, on the memory the first one left, so the kernel's first touch
+#                 of ~140 MB of fresh pages is out of the figure (Go's program reuses its
+#                 goroutines as it goes, and runs as always)
 #
 # Runs: <bin>/million_tasks --tasks N --procs P [--runtime tokio], and <go> -tasks N -procs P,
 # each under `timeout 120` (GMPRT_SCALING_TIMEOUT overrides; --foreground, so a timeout around
@@ -31,13 +35,14 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 die() { echo "scaling.sh: error: $*" >&2; exit 2; }
-usage() { sed -n '2,28p' "$0"; }
+usage() { sed -n '2,32p' "$0"; }
 
 tasks=1e6
 rounds=3
 procs_given=""
 bin=$ROOT/target/release/examples
 gobin=""
+warm=()
 while [ $# -gt 0 ]; do
   case $1 in
     --tasks) tasks=${2:?--tasks needs a value}; shift 2 ;;
@@ -45,6 +50,7 @@ while [ $# -gt 0 ]; do
     --procs) procs_given=${2:?--procs needs a value}; shift 2 ;;
     --bin) bin=${2:?--bin needs a value}; shift 2 ;;
     --go) gobin=${2:?--go needs a value}; shift 2 ;;
+    --warm) warm=(--warm); shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
   esac
@@ -98,7 +104,11 @@ fi
 runtimes=(gmprt tokio)
 [ -z "$gobin" ] || runtimes+=(go)
 
-echo "scaling: million_tasks spawn+join, tasks=$tasks rounds=$rounds procs=${procs[*]} timeout=${limit}s"
+if [ ${#warm[@]} -gt 0 ]; then
+  echo "scaling: million_tasks spawn+join, memory warm (gmprt and tokio: --warm; Go as always), tasks=$tasks rounds=$rounds procs=${procs[*]} timeout=${limit}s"
+else
+  echo "scaling: million_tasks spawn+join, tasks=$tasks rounds=$rounds procs=${procs[*]} timeout=${limit}s"
+fi
 echo "scaling: bin $mt"
 echo "$go_note"
 
@@ -110,8 +120,8 @@ failed=0
 run_one() {
   local rt=$1 p=$2 r=$3 out=$tmp/run.txt rc=0 line ns
   case $rt in
-    gmprt) timeout --foreground -k 5 "$limit" "$mt" --tasks "$tasks" --procs "$p" > "$out" 2>&1 || rc=$? ;;
-    tokio) timeout --foreground -k 5 "$limit" "$mt" --tasks "$tasks" --procs "$p" --runtime tokio > "$out" 2>&1 || rc=$? ;;
+    gmprt) timeout --foreground -k 5 "$limit" "$mt" --tasks "$tasks" --procs "$p" "${warm[@]}" > "$out" 2>&1 || rc=$? ;;
+    tokio) timeout --foreground -k 5 "$limit" "$mt" --tasks "$tasks" --procs "$p" --runtime tokio "${warm[@]}" > "$out" 2>&1 || rc=$? ;;
     go) timeout --foreground -k 5 "$limit" "$gobin" -tasks "$tasks" -procs "$p" > "$out" 2>&1 || rc=$? ;;
   esac
   line=$(grep -E '^million_tasks runtime=' "$out" | tail -n 1 || true)

@@ -37,7 +37,7 @@ declare -A EXPECT=(
   [1-correct]="~30-120 s: CUDA tests (GMPRT_REQUIRE_GPU=1) then every offload/kernels test binary"
   [2-calibrate]="~120-300 s: PyTorch reference figures, explain --all --device cuda (calibration), explain --verify on that profile, ncu SpeedOfLight"
   [3-screener]="~30-120 s: option_screener 1e6, monte_carlo_pi 1e9/1e8, matmul_ladder 4096, spread (every GPU; a simulated pair)"
-  [4-sched]="~40-120 s: scaling curve (scripts/scaling.sh: gmprt, tokio, go at procs 1 2 4 8 16 + nproc, 3 rounds), --park at 16, amdahl 1..16"
+  [4-sched]="~70-200 s: scaling curve, cold and with memory warm (scripts/scaling.sh: gmprt, tokio, go at procs 1 2 4 8 16 + nproc, 3 rounds), --park at 16, amdahl 1..16"
   [5-bench]="~250-450 s (capped at 540): criterion benches scheduler + offload (BENCH_PROCS=16), the model bench"
   [6-desk]="~70-140 s: trading_desk at 5,000 ticks/s with cpu, gpu, auto, gpu --resident (1M contracts), then --sweep"
 )
@@ -342,6 +342,12 @@ stage_4_sched() {
   # leaves room for a slow Go P=1 or an oversubscribed tokio (each run has its own 120 s).
   step scaling "$(pick 240 120 60)" bash "$ROOT/scripts/scaling.sh" "${sargs[@]}"
   figures scaling '^(go:|machine:|\| |scaling: [0-9])' 12
+  # The same curve with the memory warm (gmprt and tokio time a second run in one process):
+  # the scheduler's own cost, without the kernel's first touch of ~140 MB of fresh pages, which
+  # on the 2-core VM was a fifth of a cold run and all on the spawner. Twice the gmprt and tokio
+  # runs of the step above: ~30-80 s at full scale.
+  step scaling-warm "$(pick 240 120 60)" bash "$ROOT/scripts/scaling.sh" "${sargs[@]}" --warm
+  figures scaling-warm '^(go:|machine:|\| |scaling: [0-9])' 12
   # All N tasks parked at once: the bytes each costs (the scaling step measures spawn+join).
   p=$(pick 16 "$maxp" "$maxp")
   step "million_tasks-park-p$p" 90 "$BIN/million_tasks" --tasks "$tasks" --procs "$p" --park
