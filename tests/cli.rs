@@ -129,6 +129,23 @@ fn million_tasks_detached_runs_gos_program_and_refuses_it_with_park() {
     assert!(err.contains("--park") && err.contains("--detached"), "{err}");
 }
 
+/// A story whose stdout is closed before it prints (`gmprt story … | head`, the reader gone
+/// first) ends quietly with 141, as a Unix tool ended by SIGPIPE, without a panic or a
+/// backtrace. The pipe's read end is closed before the child starts, so its first line fails.
+#[test]
+fn a_closed_stdout_ends_a_story_quietly() {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let o = Command::new(env!("CARGO_BIN_EXE_gmprt"))
+        .args(["story", "million_tasks", "--tasks", "1000", "--procs", "2"])
+        .stdout(writer)
+        .output()
+        .expect("gmprt runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(141), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 #[test]
 fn million_tasks_warm_times_a_second_run_and_refuses_park() {
     // The untimed first run and the timed second one both spawn every task (and a root).

@@ -127,9 +127,40 @@ pub fn parse<A: Cli>() -> A {
 
 /// `args` (the program's name first) parsed by [`try_parse_from`]; on `--help` or an error it
 /// prints and exits (0 for help, 2 for a bad command line). The `gmprt` command runs a story
-/// through this with the arguments it was given after the story's name.
+/// through this with the arguments it was given after the story's name. From here on, a
+/// closed stdout ends the program quietly ([`quiet_on_closed_stdout`]).
 pub fn parse_from<A: Cli>(args: Vec<OsString>) -> A {
+    quiet_on_closed_stdout();
     try_parse_from(args).unwrap_or_else(|e| e.exit())
+}
+
+/// Exit status of a program whose stdout was closed under it: 128 + SIGPIPE, what a shell
+/// reports for a Unix tool that the signal ended.
+pub const CLOSED_STDOUT_EXIT: i32 = 141;
+
+/// Makes a closed stdout (`million_tasks | head`) end the program quietly with
+/// [`CLOSED_STDOUT_EXIT`], as a Unix tool ends on SIGPIPE, instead of panicking with a
+/// backtrace. Rust ignores SIGPIPE, so `println!` to a closed pipe panics with `BrokenPipe`;
+/// restoring the signal instead would be unsafe here: the tokio peers write sockets with
+/// `writev`, which raises it when a client goes away. Installed once per process, in front of
+/// the hook already there, which every other panic still reaches.
+pub fn quiet_on_closed_stdout() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let p = info.payload();
+            let msg =
+                p.downcast_ref::<String>().map(String::as_str).or_else(|| p.downcast_ref::<&str>().copied());
+            // std's message for a failed `print!`: "failed printing to stdout: <io::Error>", and
+            // EPIPE's error reads "Broken pipe (os error 32)".
+            if msg.is_some_and(|m| m.starts_with("failed printing to stdout") && m.contains("(os error 32)"))
+            {
+                std::process::exit(CLOSED_STDOUT_EXIT);
+            }
+            prev(info)
+        }));
+    });
 }
 
 /// Every flag `cmd` accepts, `--tasks <N>, --park, …, --help`, in declaration order.
