@@ -442,11 +442,7 @@ unsafe fn complete(ptr: NonNull<Header>, owns_queue_ref: bool, cancelled: bool, 
                     header.join_waker.with_mut(|w| unsafe { *w = super::waker::JoinWaker::none() });
                 }
             }
-            match refs {
-                2 => header.state.ref_dec_twice(),
-                1 => header.state.ref_dec(),
-                _ => false,
-            }
+            header.state.ref_dec_by(refs)
         }
     };
     if last {

@@ -178,6 +178,7 @@ impl<T> Future for JoinHandle<T> {
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
+        let raw = self.raw();
         let header = self.header();
         // With no waker stored (JOIN_WAKER clear), the slot is ours (state.rs rules), and
         // JOIN_INTEREST can go with our reference in one RMW: after COMPLETE (a finished join:
@@ -190,7 +191,7 @@ impl<T> Drop for JoinHandle<T> {
             if complete && !self.done() {
                 // SAFETY: COMPLETE observed (acquire) with JOIN_INTEREST ours: the output is
                 // ours, and nobody else drops it (`complete` does only without JOIN_INTEREST).
-                unsafe { (header.vtable.drop_output)(self.raw()) };
+                unsafe { (header.vtable.drop_output)(raw) };
             }
             // SAFETY: JOIN_WAKER is clear: the slot is ours.
             header.join_waker.with_mut(|w| unsafe { *w = super::waker::JoinWaker::none() });
@@ -202,7 +203,7 @@ impl<T> Drop for JoinHandle<T> {
             if let Some(last) = released {
                 if last {
                     // SAFETY: that was the last reference: nobody else can touch the task.
-                    unsafe { (header.vtable.dealloc)(self.raw()) };
+                    unsafe { (header.vtable.dealloc)(raw) };
                 }
                 return;
             }
@@ -211,14 +212,14 @@ impl<T> Drop for JoinHandle<T> {
         if prev.has(super::state::COMPLETE) && !self.done() {
             // Completed with nobody reading: the output is ours to drop.
             // SAFETY: COMPLETE and JOIN_INTEREST were ours.
-            unsafe { (header.vtable.drop_output)(self.raw()) };
+            unsafe { (header.vtable.drop_output)(raw) };
         }
         if !prev.has(super::state::COMPLETE) || !prev.has(super::state::JOIN_WAKER) {
             // JOIN_WAKER is clear now (we cleared it, or it was): the slot is ours.
             // SAFETY: exclusive access per the JOIN_WAKER rules.
             header.join_waker.with_mut(|w| unsafe { *w = super::waker::JoinWaker::none() });
         }
-        drop_reference(self.raw());
+        drop_reference(raw);
     }
 }
 

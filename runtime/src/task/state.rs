@@ -340,18 +340,22 @@ impl State {
     }
 
     /// Releases one reference; true when it was the last (the caller frees the task).
+    #[inline]
     pub(crate) fn ref_dec(&self) -> bool {
-        // AcqRel as in Arc::drop: release our uses, acquire everyone else's before freeing.
-        let prev = Snapshot(self.0.fetch_sub(REF_ONE, AcqRel));
-        debug_assert!(prev.refs() >= 1);
-        prev.refs() == 1
+        self.ref_dec_by(1)
     }
 
-    /// Releases two references at once (queue + owned list, at completion).
-    pub(crate) fn ref_dec_twice(&self) -> bool {
-        let prev = Snapshot(self.0.fetch_sub(2 * REF_ONE, AcqRel));
-        debug_assert!(prev.refs() >= 2);
-        prev.refs() == 2
+    /// Releases the caller's `n` references in one RMW (at completion: the queue's and the
+    /// owned list's); true when they were the last. `n == 0` changes nothing and is false.
+    #[inline]
+    pub(crate) fn ref_dec_by(&self, n: usize) -> bool {
+        if n == 0 {
+            return false;
+        }
+        // AcqRel as in Arc::drop: release our uses, acquire everyone else's before freeing.
+        let prev = Snapshot(self.0.fetch_sub(n * REF_ONE, AcqRel));
+        debug_assert!(prev.refs() >= n, "{prev:?}");
+        prev.refs() == n
     }
 
     /// The `JoinHandle` stores its waker: set `JOIN_WAKER` unless the task completed. `Err`
@@ -560,7 +564,7 @@ mod tests {
         let _ = s.transition_to_complete(0, false);
         s.ref_inc(); // a waker clone
                      // Drop the JoinHandle's and queue's references; the waker's remains.
-        assert!(!s.ref_dec_twice());
+        assert!(!s.ref_dec_by(2));
         assert_eq!(s.wake_by_val(), WakeAction::Dealloc);
     }
 }
