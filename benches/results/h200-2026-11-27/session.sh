@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# One device call: the stages named, in order, each under its own budget, all inside LIMIT
+# seconds; results combined after every stage into $OUT/summary.txt + $OUT/stages.tar.xz.
+# usage: bash devbin/session.sh LIMIT stage:budget ...
+set -u
+FINAL=$OUT; T0=$SECONDS; LIMIT=$1; shift
+W=/tmp/res; mkdir -p "$W"
+echo "session.sh $(date -u +%FT%TZ) limit=$LIMIT stages: $*" > "$W/session.txt"
+for sb in "$@"; do
+  s=${sb%%:*}; b=${sb##*:}
+  left=$((LIMIT - (SECONDS - T0) - 15))
+  if [ "$left" -lt 30 ]; then echo "skipped $s: ${left}s left" >> "$W/session.txt"; continue; fi
+  [ "$b" -le "$left" ] || b=$left
+  t=$SECONDS
+  OUT=$W GMPRT_STAGE_BUDGET=$b bash scripts/gpu/run.sh "$s"
+  echo "stage $s budget=${b}s took $((SECONDS - t))s rc=$?" >> "$W/session.txt"
+  cat "$W/session.txt" "$W"/*-summary.txt > "$FINAL/.s" && mv "$FINAL/.s" "$FINAL/summary.txt"
+  tar -C "$W" -cf - . | xz -T0 -3 > "$FINAL/.t" && mv "$FINAL/.t" "$FINAL/stages.tar.xz"
+done
+echo "session done in $((SECONDS - T0))s" >> "$FINAL/summary.txt"
