@@ -712,11 +712,41 @@ fn option_paths_batch_equals_one_launch_per_contract(b: &CudaBackend) {
     let cpu =
         gmprt_kernels::monte_carlo::option_paths_sum_many(&seeds, &contracts, blocks).expect("equal slices");
     assert_eq!(sums.len(), n);
-    // Same draws and math as the single kernel (one body, gmprt_paths_partial): to rounding.
-    for (i, ((s, q), (cs, cq))) in sums.iter().zip(&cpu).enumerate() {
-        let close = |g: f64, c: f64| (g - c).abs() <= 1e-5 * c.abs().max(1e-9);
-        assert!(close(*s, *cs) && close(*q, *cq), "contract {i}: gpu ({s}, {q}) cpu ({cs}, {cq})");
+    // Same draws and math as the CPU twin, f32 math functions that differ in the last bits.
+    // A path's payoff max(K - S_T, 0) is a difference of two numbers of size max(S, K), so its
+    // rounding is a few ulps of max(S, K), not of the payoff: on a deep out-of-the-money
+    // contract, whose few paths that pay pay little, the sums' *relative* difference passes
+    // 1e-5 (contract 450 here, a put at spot 120, strike 100, vol 0.1: 2.8e-5 on the H200 on
+    // 2026-11-27). So compare what the sums are for, the price and its standard error, against
+    // the statistical error: rounding sits three orders of magnitude below it (contract 450:
+    // 2.9e-8 against 1.05e-3). `floor` is one path's rounding (8 ulps of max(S, K)) spread over
+    // the mean, for a contract where a single path pays at all.
+    let paths = (4 * blocks) as f64;
+    let price_and_error = |(sum, sum_sq): (f64, f64)| {
+        let mean = sum / paths;
+        (mean, ((sum_sq / paths - mean * mean).max(0.0) / paths).sqrt())
+    };
+    // Whether `x` is `reference` to rounding, for contract `c`; the allowance.
+    let agrees = |x: (f64, f64), reference: (f64, f64), c: &Contract| {
+        let ((p, se), (rp, rse)) = (price_and_error(x), price_and_error(reference));
+        let floor = 8.0 * f64::from(f32::EPSILON) * f64::from(c.spot.max(c.strike)) / paths;
+        let tol = 1e-3 * rse + 1e-5 * rp.abs() + floor;
+        ((p - rp).abs() <= tol && (se - rse).abs() <= tol, tol)
+    };
+    for (i, ((g, c), contract)) in sums.iter().zip(&cpu).zip(&contracts).enumerate() {
+        let (ok, tol) = agrees(*g, *c, contract);
+        let ((gp, gse), (cp, cse)) = (price_and_error(*g), price_and_error(*c));
+        assert!(ok, "contract {i}: gpu price {gp} ± {gse}, cpu {cp} ± {cse} (allowed ±{tol:.3e})");
     }
+    // The allowance still catches a wrong draw: the CPU twin with other seeds falls outside it
+    // for nearly every contract whose paths pay at all (a few may agree by chance).
+    let k = 2_000;
+    let other_seeds: Vec<u64> = seeds[..k].iter().map(|s| s ^ 0x5555).collect();
+    let other = gmprt_kernels::monte_carlo::option_paths_sum_many(&other_seeds, &contracts[..k], blocks)
+        .expect("equal slices");
+    let paying = cpu[..k].iter().filter(|c| c.0 > 0.0).count();
+    let caught = (0..k).filter(|&i| cpu[i].0 > 0.0 && !agrees(other[i], cpu[i], &contracts[i]).0).count();
+    assert!(caught * 100 >= paying * 99, "other seeds pass the allowance: {caught} of {paying} caught");
     for &i in &[0usize, 1, 65_535, n - 1] {
         let (one, _) = b.option_paths_sum(seeds[i], &contracts[i], blocks).expect("gpu one");
         assert!(
