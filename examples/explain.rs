@@ -191,7 +191,7 @@ fn measure(device: &Device, quick: bool) -> DeviceProfile {
     let pb = indicatif::ProgressBar::new_spinner().with_message(what);
     // 100 ms: smooth enough to show life, rare enough to cost nothing.
     pb.enable_steady_tick(std::time::Duration::from_millis(100));
-    let r = calibrate(device, &CalibrateOptions { max_procs, repeats: 3, quick });
+    let r = calibrate(device, &CalibrateOptions { max_procs, repeats: 3, quick, progress: true });
     pb.finish_and_clear();
     r.unwrap_or_else(|e| fail(&format!("{NAME}: calibrating on {}", device.describe()), e.to_string()))
 }

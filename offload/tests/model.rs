@@ -27,7 +27,7 @@ const RECORDED_HOST: &str = include_str!("../profiles/host-2core-vm.json");
 fn host_profile() -> &'static DeviceProfile {
     static P: OnceLock<DeviceProfile> = OnceLock::new();
     P.get_or_init(|| {
-        let opts = CalibrateOptions { max_procs: 2, repeats: 5, quick: true };
+        let opts = CalibrateOptions { max_procs: 2, repeats: 5, quick: true, progress: false };
         let t = std::time::Instant::now();
         let p = calibrate(&Device::host(), &opts).expect("host calibration");
         eprintln!("quick host calibration took {:?}", t.elapsed());

@@ -345,10 +345,16 @@ impl CpuInputs {
 
 /// CPU fits of the four kernels (in `kernels`' order) on each P count of the plan: as called
 /// into `cpu`, cache-resident into `cpu_resident`.
-pub(super) fn cpu_kernels(plan: &Plan, kernels: &mut [KernelProfile]) -> Result<(), OffloadError> {
+/// `progress` hears of each P count as it starts.
+pub(super) fn cpu_kernels(
+    plan: &Plan,
+    kernels: &mut [KernelProfile],
+    progress: &dyn Fn(&str),
+) -> Result<(), OffloadError> {
     let max = |sizes: &[usize]| sizes.iter().max().copied().unwrap_or(1);
     let cpu = CpuKernels::new(max(&plan.bs), max(&plan.saxpy));
     for &p in &plan.procs {
+        progress(&format!("kernels on the CPU, {p} P{}", if p == 1 { "" } else { "s" }));
         let rt = Runtime::builder()
             .procs(p)
             .build()

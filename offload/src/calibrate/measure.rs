@@ -54,8 +54,27 @@ fn passes<const K: usize>(
     sizes: &[usize],
     mut point: impl FnMut(usize) -> Result<[f64; K], OffloadError>,
 ) -> Result<Vec<[f64; K]>, OffloadError> {
-    let mut runs: Vec<Vec<[f64; K]>> = vec![Vec::with_capacity(PASSES); sizes.len()];
-    for _ in 0..PASSES {
+    let first = sizes.iter().map(|&n| point(n)).collect::<Result<Vec<_>, _>>()?;
+    later_passes(sizes, first, point)
+}
+
+/// The passes after the first, which the caller made (`first[i]` is size `i`'s), and the
+/// median per size of all [`PASSES`].
+fn later_passes<const K: usize>(
+    sizes: &[usize],
+    first: Vec<[f64; K]>,
+    mut point: impl FnMut(usize) -> Result<[f64; K], OffloadError>,
+) -> Result<Vec<[f64; K]>, OffloadError> {
+    debug_assert_eq!(first.len(), sizes.len(), "one first-pass figure per size");
+    let mut runs: Vec<Vec<[f64; K]>> = first
+        .into_iter()
+        .map(|f| {
+            let mut r = Vec::with_capacity(PASSES);
+            r.push(f);
+            r
+        })
+        .collect();
+    for _ in 1..PASSES {
         for (i, &n) in sizes.iter().enumerate() {
             runs[i].push(point(n)?);
         }
@@ -64,14 +83,40 @@ fn passes<const K: usize>(
 }
 
 /// One series by [`passes`]: `secs(n)` seconds at size n, as samples at x = `work(n)`.
+///
+/// The first pass also decides how far the series goes: it stops before the first size whose
+/// one run would take more than [`MAX_RUN`] (the last run's time scaled by the ratio of work),
+/// once [`MIN_SIZES`] sizes are in. Past that time every kernel here is deep in its
+/// large-size regime, which the fit extrapolates linearly; measuring it only multiplies the
+/// calibration's time (the first H200 calibration spent ~2 minutes of its 3 on one SGEMM of
+/// 4096³ on one P, 6 runs × 3 passes × 2 timings of ~7 s; the second ran past 4 minutes).
 pub(super) fn samples(
     sizes: &[usize],
     work: impl Fn(usize) -> f64,
     mut secs: impl FnMut(usize) -> Result<f64, OffloadError>,
 ) -> Result<Vec<Sample>, OffloadError> {
-    let figures = passes(sizes, |n| Ok([secs(n)?]))?;
-    Ok(sizes.iter().zip(figures).map(|(&n, [s])| Sample { x: work(n), secs: s }).collect())
+    let mut first = Vec::with_capacity(sizes.len());
+    for (i, &n) in sizes.iter().enumerate() {
+        let s = secs(n)?;
+        first.push([s]);
+        let next = sizes.get(i + 1).map(|&m| s * work(m) / work(n));
+        if first.len() >= MIN_SIZES && next.is_some_and(|t| t > MAX_RUN.as_secs_f64()) {
+            break;
+        }
+    }
+    let kept = &sizes[..first.len()];
+    let figures = later_passes(kept, first, |n| Ok([secs(n)?]))?;
+    Ok(kept.iter().zip(figures).map(|(&n, [s])| Sample { x: work(n), secs: s }).collect())
 }
+
+/// The longest one run a series measures ([`samples`]): 0.2 s is 2,000× the slowest fork/join
+/// or launch latency a calibration sees (~100 µs), so the fixed costs the fit's intercept
+/// holds are settled well before it, and a point of 0.2 s costs ~4 s in all (one warm-up and
+/// 5 runs, 3 passes; twice on the CPU, as called and cache-resident).
+pub const MAX_RUN: Duration = Duration::from_millis(200);
+/// Sizes a series keeps whatever they cost: a regime's [`MIN_RUN`](crate::model::fit::MIN_RUN)
+/// of 3 and one more, so even a series whose small sizes are already slow gets a fit.
+const MIN_SIZES: usize = 4;
 
 /// Passes over each series ([`passes`]): three, so that one disturbed pass is outvoted.
 const PASSES: usize = 3;
@@ -363,4 +408,51 @@ pub(super) fn device_kernels(device: &Device, plan: &Plan) -> Result<Vec<KernelP
         kernel("sgemm", "N (matrix side)", Size::MatrixN, mm),
         kernel("monte_carlo", "paths", Size::Items { in_bytes: 0.0, out_bytes: 0.0, out_fixed: 16.0 }, mc),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{samples, MAX_RUN, MIN_SIZES, PASSES};
+    use std::collections::HashMap;
+
+    /// Runs `samples` over sizes 1, 10, …, 10⁷ with a run costing `per_item` seconds per item
+    /// (no clock: the figure is made up, so the test is exact); the sizes kept and the calls
+    /// made per size.
+    fn series(per_item: f64) -> (Vec<f64>, HashMap<usize, usize>) {
+        let sizes: Vec<usize> = (0..8).map(|e| 10usize.pow(e)).collect();
+        let mut calls = HashMap::new();
+        let s = samples(
+            &sizes,
+            |n| n as f64,
+            |n| {
+                *calls.entry(n).or_insert(0) += 1;
+                Ok(n as f64 * per_item)
+            },
+        )
+        .unwrap();
+        (s.iter().map(|s| s.x).collect(), calls)
+    }
+
+    #[test]
+    fn a_series_stops_before_a_run_longer_than_max_run() {
+        // 1 µs per item: 10⁵ items take 0.1 s, 10⁶ would take 1 s > MAX_RUN.
+        assert!(MAX_RUN.as_secs_f64() < 1.0 && MAX_RUN.as_secs_f64() > 0.1);
+        let (xs, calls) = series(1e-6);
+        assert_eq!(xs, [1.0, 10.0, 100.0, 1e3, 1e4, 1e5]);
+        // Every kept size is measured in every pass; a dropped one never.
+        for (n, c) in &calls {
+            assert_eq!(*c, if *n <= 100_000 { PASSES } else { 0 }, "size {n}");
+        }
+        assert_eq!(calls.len(), 6);
+    }
+
+    #[test]
+    fn a_fast_series_is_whole_and_a_slow_one_keeps_min_sizes() {
+        let (xs, _) = series(1e-12);
+        assert_eq!(xs.len(), 8);
+        // Even 1 s per item: the first MIN_SIZES sizes, so a fit has its points.
+        let (xs, calls) = series(1.0);
+        assert_eq!(xs.len(), MIN_SIZES);
+        assert!(calls.values().all(|&c| c == PASSES));
+    }
 }

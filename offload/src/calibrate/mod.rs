@@ -43,6 +43,10 @@
 //! synchronize) contains it too: the cost model adds only `launch_sync − launch_enqueue` to a
 //! kernel ([`DeviceProfile::launch_overhead`]).
 //!
+//! Every series stops before its first size whose one run would take more than [`MAX_RUN`]
+//! (0.2 s; at least four sizes are kept): past it a kernel is deep in its large-size regime,
+//! which the fit extrapolates.
+//!
 //! Every series is fitted with [`LinFit::fit`] (one to four regimes); the raw samples are kept
 //! in the profile, so [`DeviceProfile::refit`] can fit them again.
 use crate::device::{Device, DeviceKind};
@@ -63,6 +67,7 @@ mod measure;
 mod verify;
 
 use cpu::cpu_kernels;
+pub use measure::MAX_RUN;
 use measure::{copies, device_copy, device_kernels, launch, tensor_core_sgemms};
 
 pub use crate::model::DEVICE_COPY;
@@ -76,6 +81,7 @@ pub use verify::{verify, PhaseCheck, MIN_CHECKED, TOLERANCE};
 ///
 /// let full = CalibrateOptions::default();
 /// assert_eq!((full.max_procs, full.repeats, full.quick), (gmprt_offload::pool::host_threads(), 5, false));
+/// assert!(!full.progress);
 /// // A quick pass with CPU fits on 1 and 2 Ps.
 /// let opts = CalibrateOptions { max_procs: 2, ..CalibrateOptions::quick() };
 /// assert!(opts.quick && opts.repeats == 3);
@@ -88,12 +94,16 @@ pub struct CalibrateOptions {
     pub repeats: usize,
     /// A quick pass (smaller sizes, fewer repeats) for tests.
     pub quick: bool,
+    /// Print a line to stderr as each part starts, with the seconds so far (`explain` does: a
+    /// full calibration on a GPU machine takes minutes, and a run cut short by a time limit
+    /// then shows where it was).
+    pub progress: bool,
 }
 
 impl Default for CalibrateOptions {
     /// All host threads, 5 repeats (an odd count, so the median is a sample), full sizes.
     fn default() -> Self {
-        CalibrateOptions { max_procs: crate::pool::host_threads(), repeats: 5, quick: false }
+        CalibrateOptions { max_procs: crate::pool::host_threads(), repeats: 5, quick: false, progress: false }
     }
 }
 
@@ -205,7 +215,10 @@ pub const WARM_UP: Duration = Duration::from_secs(1);
 /// ```
 pub const WARM_UP_QUICK: Duration = Duration::from_millis(100);
 /// Measures launch overhead, H2D/D2H (pinned and pageable), each kernel's device time and its
-/// CPU time on 1 … `max_procs` Ps, and fits them. Under a minute on a GPU, under 30 s on Host.
+/// CPU time on 1 … `max_procs` Ps, and fits them. About 30 s on Host on the 2-core dev VM.
+/// Each series stops growing before a run would pass [`MAX_RUN`]: without that cap the CPU
+/// side's largest SGEMMs and Monte Carlo runs on few Ps made the full calibration on the
+/// 16-core H200 machine run past 4 minutes (2026-11-27), longer than its stage allows.
 ///
 /// ```no_run
 /// // Not run as a doctest: even a quick calibration measures for seconds (far longer in a
@@ -228,13 +241,25 @@ pub const WARM_UP_QUICK: Duration = Duration::from_millis(100);
 /// ```
 pub fn calibrate(device: &Device, opts: &CalibrateOptions) -> Result<DeviceProfile, OffloadError> {
     let plan = Plan::new(device.kind(), opts);
+    let t0 = std::time::Instant::now();
+    let progress = |what: &str| {
+        if opts.progress {
+            eprintln!("calibrate: {what} ({:.0} s)", t0.elapsed().as_secs_f64());
+        }
+    };
+    progress("launch");
     let (launch_enqueue, launch_sync) = launch(device, plan.reps, plan.warm_up)?;
+    progress("copies");
     let (h2d, d2h) = copies(device, &plan)?;
+    progress("kernels on the device");
     let mut kernels = device_kernels(device, &plan)?;
-    cpu_kernels(&plan, &mut kernels)?;
+    cpu_kernels(&plan, &mut kernels, &progress)?;
     let fp32 = kernels.iter().find(|k| k.name == "sgemm").expect("device_kernels measures sgemm").clone();
+    progress("tensor-core SGEMMs");
     kernels.extend(tensor_core_sgemms(device, &plan, &fp32)?);
+    progress("device-memory roof");
     kernels.push(device_copy(device, &plan)?);
+    progress("launch round trips");
     let (name, driver) = match device.cuda_backend() {
         Some(c) => {
             let v = c.driver_version();
@@ -257,6 +282,7 @@ pub fn calibrate(device: &Device, opts: &CalibrateOptions) -> Result<DeviceProfi
             None
         }
     });
+    progress("done");
     Ok(DeviceProfile {
         device: name,
         kind: device.kind_name().to_string(),
