@@ -162,8 +162,10 @@ pub trait Slot: Send {
         out_words: usize,
         phases: Phases,
     ) -> Result<PhaseTimes, OffloadError>;
-    /// Uploads only the word `ranges` of the input staging to the device-side input (one copy
-    /// per range, in order) and waits; the rest of the device-side input keeps what earlier
+    /// Uploads only the word `ranges` of the input staging to the device-side input and waits:
+    /// one copy per run of ranges that touch or overlap ([`upload_plan`](crate::upload::upload_plan): 500 adjacent
+    /// segments go up as one copy, not 500, each with its driver call); the rest of the
+    /// device-side input keeps what earlier
     /// uploads left there. For data that stays on the device between runs: upload it all once
     /// (a run with `h2d`), then per run only what changed, and run with `h2d: false`. Returns
     /// the copies' time. A range past the slot's input is an error naming it, and nothing is
@@ -184,16 +186,6 @@ pub trait Slot: Send {
     /// assert!(slot.upload(&[3..5]).unwrap_err().to_string().contains("3..5"));
     /// ```
     fn upload(&mut self, ranges: &[std::ops::Range<usize>]) -> Result<std::time::Duration, OffloadError>;
-}
-
-/// Checks [`Slot::upload`]'s ranges against a slot of `in_words` input words.
-pub(crate) fn check_upload(ranges: &[std::ops::Range<usize>], in_words: usize) -> Result<(), OffloadError> {
-    match ranges.iter().find(|r| r.start > r.end || r.end > in_words) {
-        Some(r) => Err(OffloadError::Config(format!(
-            "upload range {r:?} is not within the slot's {in_words} input words"
-        ))),
-        None => Ok(()),
-    }
 }
 
 /// The memory a set of slots needs, part by part — the one computation of it; each

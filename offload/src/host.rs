@@ -324,11 +324,11 @@ impl<P: Pacer> Slot for HostSlot<P> {
     }
 
     fn upload(&mut self, ranges: &[std::ops::Range<usize>]) -> Result<Duration, OffloadError> {
-        crate::backend::check_upload(ranges, self.buf.dev_in.len())?;
-        let target = self.pacer.upload_target(ranges);
+        let plan = crate::upload::upload_plan(ranges, self.buf.dev_in.len())?;
+        let target = self.pacer.upload_target(&plan);
         let buf = &mut self.buf;
         let ((), t) = self.pacer.phase(Engine::H2d, target, || {
-            for r in ranges {
+            for r in &plan {
                 buf.dev_in[r.clone()].copy_from_slice(&buf.staging_in[r.clone()]);
             }
         });

@@ -51,6 +51,7 @@ pub mod model;
 pub mod pool;
 pub mod sim;
 pub mod timeline;
+mod upload;
 
 pub use backend::{Available, Backend, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
 pub use batcher::{Batcher, BatcherConfig, DeviceShare, Occupancy, Placement, PricedDevice, Submit};

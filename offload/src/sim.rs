@@ -341,7 +341,8 @@ impl Pacer for SimBackend {
     }
 
     fn upload_target(&self, ranges: &[std::ops::Range<usize>]) -> Duration {
-        // One copy per range, each with the profile's fixed cost: what separate
+        // One copy per range of the upload plan (`upload::upload_plan`, which merged the
+        // touching ones), each with the profile's fixed cost: what separate
         // cudaMemcpyAsync calls cost on the device.
         ranges.iter().map(|r| self.h2d_time(4.0 * r.len() as f64)).sum()
     }

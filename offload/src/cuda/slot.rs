@@ -355,15 +355,15 @@ impl Slot for CudaSlot {
     }
 
     fn upload(&mut self, ranges: &[std::ops::Range<usize>]) -> Result<Duration, OffloadError> {
-        crate::backend::check_upload(ranges, self.in_words)?;
+        let plan = crate::upload::upload_plan(ranges, self.in_words)?;
         self.backend.context().bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
         let record =
             |ev: &CudaEvent, s: &CudaStream| ev.record(s).map_err(|e| driver_err("cuEventRecord", e));
         let enqueue = |slot: &mut CudaSlot| -> Result<(), OffloadError> {
             record(&slot.events[0], &slot.stream)?;
-            for r in ranges {
+            for r in &plan {
                 // SAFETY: `in_ptr` is valid for `in_words` initialised words and every range
-                // lies within them (checked above); `&mut self` excludes any other access, and
+                // lies within them (`upload_plan` checked); `&mut self` excludes any other access, and
                 // we wait for the copies before returning.
                 let src = unsafe { std::slice::from_raw_parts(slot.in_ptr.add(r.start), r.len()) };
                 let mut dst = slot.dev_in.slice_mut(r.clone());
