@@ -60,7 +60,7 @@ pub use crate::par::parallel_for;
 pub use crate::rlimit::{nofile_limit, NofileLimit};
 pub use crate::runtime::{BuildError, Builder, Handle, Runtime, SpawnError, DEFAULT_MAX_THREADS};
 pub use crate::sched::context::procid;
-pub use crate::sched::injectglist::injectglist;
+pub use crate::sched::injectglist::{injectglist, wake_all};
 pub use crate::sched::quiesce::{QuiescentHook, QuiescentRegistration};
 pub use crate::sched::stats::RuntimeStats;
 pub use crate::sched::syscall::{syscall, ThreadLimit};

@@ -232,6 +232,16 @@ fn parks_once(
 /// plain thread and joins them: the list must not be lost to an M on its idle path (`procs`
 /// Ps; with 2, `startidle` starts a second M for the second task).
 fn injectglist_model(procs: usize, max_preemptions: usize) {
+    list_model(procs, max_preemptions, |list| gmprt_runtime::injectglist(list));
+}
+
+/// As [`injectglist_model`], woken with `wake_all` (no `startidle`: one `wakep`, and the M it
+/// starts must bring the second task's M, or run both itself).
+fn wake_all_model(procs: usize, max_preemptions: usize) {
+    list_model(procs, max_preemptions, |list| gmprt_runtime::wake_all(list));
+}
+
+fn list_model(procs: usize, max_preemptions: usize, wake: fn(Vec<std::task::Waker>)) {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(b.preemption_bound.map_or(max_preemptions, |n| n.min(max_preemptions)));
     b.check(move || {
@@ -243,7 +253,7 @@ fn injectglist_model(procs: usize, max_preemptions: usize) {
             thread::yield_now();
         }
         let list = std::mem::take(&mut *parked.lock().unwrap());
-        gmprt_runtime::injectglist(list);
+        wake(list);
         assert_eq!(a.join().unwrap() + b.join().unwrap(), 3);
         let _ = assert_structural(&rt);
         drop(rt);
@@ -264,4 +274,14 @@ fn injectglist_races_idle_path_procs1() {
 #[test]
 fn injectglist_races_idle_path_procs2() {
     injectglist_model(2, 1);
+}
+
+/// procs = 2: `wake_all` (global queue pushes; one fence; `wakep`, no `startidle`) from a plain
+/// thread races the Ms' idle paths after both tasks parked: the one M `wakep` starts spins,
+/// and either runs both tasks or, finding the first, wakes a second M (`resetspinning`) for
+/// the other. At most 1 preemption, as `injectglist_races_idle_path_procs2`. (With one P,
+/// `wake_all` is one `wakep` after pushes: the submitter step every `inject` model here runs.)
+#[test]
+fn wake_all_races_idle_path_procs2() {
+    wake_all_model(2, 1);
 }

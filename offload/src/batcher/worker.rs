@@ -114,7 +114,7 @@ impl<K: BatchKernel> Shared<K> {
         let mut lanes = self.trace.as_ref().map(|r| trace::SlotTrace::new(r, index, self.kernel.name()));
         while let Some((taken, mut kit)) = self.take(&mut wake) {
             // The waiters given room: they may enter the next batch while this one runs.
-            gmprt_runtime::injectglist(wake.drain(..));
+            gmprt_runtime::wake_all(wake.drain(..));
             self.run_kit(&mut kit, taken, &mut wake, lanes.as_mut());
             self.give_back(kit, false);
         }
@@ -148,8 +148,8 @@ impl<K: BatchKernel> Shared<K> {
         self.busy.fetch_add(1, Ordering::Relaxed);
         let marks = self.run(kit, taken, wake);
         self.busy.fetch_sub(1, Ordering::Relaxed);
-        // Every item's task at once: one global-queue round, as many Ps started as needed.
-        gmprt_runtime::injectglist(wake.drain(..));
+        // Every item's task at once: one global-queue round, one `wakep` (mod.rs, scatter).
+        gmprt_runtime::wake_all(wake.drain(..));
         // Tracing only (one branch per batch otherwise): after the wakes, so the `wake`
         // slice holds the runtime's wake arrows.
         if let (Some(lanes), Some(marks)) = (lanes, marks) {
@@ -189,7 +189,7 @@ impl<K: BatchKernel> Shared<K> {
             };
             self.close(c, kit, opened, Instant::now(), CloseReason::Quiescent, &mut wake)
         };
-        gmprt_runtime::injectglist(wake.drain(..));
+        gmprt_runtime::wake_all(wake.drain(..));
         // As on a worker thread: a shutdown from inside this run (an item's drop, the last
         // clone in a woken task's waker) must not wait for the workers, which wait for this
         // kit ("Shutdown waits for the workers" in the module docs).

@@ -22,6 +22,9 @@
 //!    P); if some are still queued because `npidle` read 0 while an M was between its idle
 //!    path's `pidleput` and its recheck, the ordinary protocol covers them.
 //!
+//! [`wake_all`] is the same protocol without step 3, for lists of short tasks: one `wakep`,
+//! and Ms come up only as the ones already up find work.
+//!
 //! # Why no wakeup is lost
 //! Step 4 is the submitter step of the park/unpark protocol (`idle.rs`, step 1) for the
 //! whole list: the pushes come before its fence, so the proof there applies unchanged with
@@ -35,7 +38,8 @@ use crate::task::Notified;
 impl Shared {
     /// Step 2-4 of the module protocol for `n` tasks this caller just pushed to `injector`.
     /// Any thread may call it; it must follow the pushes.
-    pub(crate) fn injectglist_wake(&self, n: usize) {
+    /// `start` says whether step 3 runs ([`wake_all`] skips it).
+    pub(crate) fn injectglist_wake(&self, n: usize, start: StartIdle) {
         debug_assert!(n > 0, "injectglist_wake with nothing pushed");
         // Pairs with the fence in `shutdown` (see `inject`).
         fence(SeqCst);
@@ -43,7 +47,9 @@ impl Shared {
             self.drain_injector();
             return;
         }
-        self.startidle(n);
+        if start == StartIdle::PerTask {
+            self.startidle(n);
+        }
         self.wakep(super::idle::WakeFrom::Inject);
     }
 
@@ -107,6 +113,63 @@ impl Shared {
 /// assert_eq!(sum, (0..100).sum::<i32>());
 /// ```
 pub fn injectglist(wakers: impl IntoIterator<Item = std::task::Waker>) {
+    inject_list(wakers, StartIdle::PerTask);
+}
+
+/// [`injectglist`] without its step 3: the list goes to the global queue at once, and one
+/// `wakep` starts at most one M, which brings the next only if it finds work (a spinning M
+/// that finds a task wakes another, `idle.rs`), so Ms come up as fast as the list keeps them
+/// busy. For lists of short tasks: a Batcher's submitters, each of which takes its result,
+/// submits its next item and parks again. [`injectglist`] starts one M per task up to the idle
+/// Ps: with 16 Ps, 100 such submitters woke 15 Ms per round that each found a task or two,
+/// searched every P (~770 steal attempts a round) and parked again, and the Batcher's
+/// quiescence waited for the last of them (`offload_submitters/100x100`, 2-core VM, 16 Ps:
+/// 120-152 µs a round with `injectglist`, 57-60 µs with this; at 2 Ps no change;
+/// `benches/results/offload-submitters-wake-all-2core.txt`). No wake-up is lost: step 4 is the park/unpark protocol's
+/// submitter step for the whole list, step 3 only ever added Ms early (module docs).
+///
+/// ```
+/// use gmprt_runtime::{wake_all, Runtime};
+/// use std::sync::{Arc, Mutex};
+/// use std::task::{Poll, Waker};
+///
+/// let rt = Runtime::builder().procs(4).build().unwrap();
+/// let parked: Arc<Mutex<Vec<Waker>>> = Arc::default();
+/// let hs: Vec<_> = (0..100)
+///     .map(|i| {
+///         let parked = parked.clone();
+///         let mut first = true;
+///         rt.spawn(std::future::poll_fn(move |cx| {
+///             if std::mem::take(&mut first) {
+///                 parked.lock().unwrap().push(cx.waker().clone());
+///                 return Poll::Pending;
+///             }
+///             Poll::Ready(i)
+///         }))
+///     })
+///     .collect();
+/// while parked.lock().unwrap().len() < 100 {
+///     std::thread::yield_now();
+/// }
+/// wake_all(std::mem::take(&mut *parked.lock().unwrap()));
+/// let sum: i32 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+/// assert_eq!(sum, (0..100).sum::<i32>());
+/// ```
+pub fn wake_all(wakers: impl IntoIterator<Item = std::task::Waker>) {
+    inject_list(wakers, StartIdle::No);
+}
+
+/// Whether a list's wake starts an idle P per task (step 3) or leaves it to one `wakep`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum StartIdle {
+    /// Go's `startIdle(n)`: [`injectglist`].
+    PerTask,
+    /// One `wakep` only: [`wake_all`].
+    No,
+}
+
+/// The one body of [`injectglist`] and [`wake_all`] (steps 1-4, step 3 as `start` says).
+fn inject_list(wakers: impl IntoIterator<Item = std::task::Waker>, start: StartIdle) {
     use crate::task::waker::{wake_for_list, ListWake};
     // The runtime whose tasks are being pushed, and how many. Usually one per call; a switch
     // to another runtime finishes the first one's round before pushing to the next. The Arc
@@ -120,7 +183,7 @@ pub fn injectglist(wakers: impl IntoIterator<Item = std::task::Waker>) {
                 let same = matches!(&cur, Some((s, _)) if std::ptr::eq(&**s, shared));
                 if !same {
                     if let Some((s, n)) = cur.take() {
-                        s.injectglist_wake(n);
+                        s.injectglist_wake(n, start);
                     }
                     cur = Some((shared.arc(), 0));
                 }
@@ -133,6 +196,6 @@ pub fn injectglist(wakers: impl IntoIterator<Item = std::task::Waker>) {
         }
     }
     if let Some((s, n)) = cur {
-        s.injectglist_wake(n);
+        s.injectglist_wake(n, start);
     }
 }
