@@ -11,7 +11,7 @@
 //! | `wakep/startm/stopm`      | `idle.rs`                                      |
 //! | `pidleput/pidleget`       | `idle.rs`                                      |
 //! | `ready`, `newproc`        | [`Shared::schedule`], [`Shared::spawn`]        |
-//! | `injectglist`, `startIdle` | `injectglist.rs`, [`crate::injectglist`]     |
+//! | `injectglist`, `startIdle` | `injectglist.rs`, [`crate::injectglist`]; without `startIdle`: [`crate::wake_all`] |
 //!
 //! Files: `processor.rs` (P, run queues, stealing), `queue.rs` (crossbeam / loom queues),
 //! `idle.rs` (the park/unpark protocol and its proof sketch), `injectglist.rs` (a list of wakes at once), `worker.rs` (the M loop),
