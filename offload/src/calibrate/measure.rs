@@ -109,7 +109,8 @@ pub(super) fn samples(
     Ok(kept.iter().zip(figures).map(|(&n, [s])| Sample { x: work(n), secs: s }).collect())
 }
 
-/// The longest one run a series measures ([`samples`]): 0.2 s is 2,000× the slowest fork/join
+/// The longest one run a calibration series measures (each series stops before a run that
+/// would take longer): 0.2 s is 2,000× the slowest fork/join
 /// or launch latency a calibration sees (~100 µs), so the fixed costs the fit's intercept
 /// holds are settled well before it, and a point of 0.2 s costs ~4 s in all (one warm-up and
 /// 5 runs, 3 passes; twice on the CPU, as called and cache-resident).
