@@ -58,7 +58,8 @@ mapfile -t stages < <(bash scripts/gpu/run.sh list | awk '/^  [0-9]-/ { print $1
 # The stages `run.sh all` runs (checked once, below, through `all`); on their own here only the
 # first (one stage's own two-file packaging) and the stages `all` leaves out. Running every
 # stage twice cost CI ~55 s.
-in_all=(0-env 1-correct 2-calibrate 3-screener 4-sched 6-desk)
+mapfile -t in_all < <(bash scripts/gpu/run.sh list-all)
+[ ${#in_all[@]} -gt 0 ] || die "run.sh list-all printed no stages"
 declare -A took rcs
 bad=0
 for s in "${stages[@]}"; do

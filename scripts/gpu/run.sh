@@ -11,6 +11,7 @@
 #                                         # $OUT/all.tar.xz (every stage's raw output) and
 #                                         # $OUT/all-summary.txt, both refreshed after every stage:
 #                                         # a call killed midway keeps the stages that finished
+#   bash scripts/gpu/run.sh list-all      # the stages `all` runs, one per line
 #
 # Binaries: the archive from scripts/gpu/build.sh (carry devbin/gmprt-gpu-bin.tar.xz); it is
 # unpacked into devbin/bin on first use (again when the archive changes). Environment:
@@ -45,7 +46,7 @@ declare -A EXPECT=(
 die() { echo "run.sh: error: $*" >&2; exit 1; }
 
 usage() {
-  sed -n '2,27p' "$0"
+  sed -n '2,28p' "$0"
   echo
   list
 }
@@ -56,23 +57,27 @@ list() {
   for s in "${STAGES[@]}"; do printf '  %-12s %s\n' "$s" "${EXPECT[$s]}"; done
 }
 
+# `all`: these stages, in this order, each under its budget in one device call (600 s at most,
+# so 560 s leaves room for the unpacking and the transfers). The second H200 run (2026-11-27,
+# benches/results/h200-2026-11-27) took 8, 48, >256, 13, 70 and 48 s for them; each budget is
+# about 1.5-2x that, and calibration's 220 s assumes its series cap (calibrate::MAX_RUN), which
+# that run predates: its calibration ran past 256 s. 5-bench (~220 s) needs a call of its own.
+ALL_STAGES=(0-env 1-correct 2-calibrate 3-screener 4-sched 6-desk)
+declare -A ALL_BUDGET=([0-env]=20 [1-correct]=80 [2-calibrate]=220 [3-screener]=40 [4-sched]=110 [6-desk]=90)
+
 [ $# -gt 0 ] || { usage; exit 2; }
 ALL=0
 case $1 in
   list) list; exit 0 ;;
+  # The stages `all` runs, one per line (dryrun.sh checks them through `all`).
+  list-all) printf '%s\n' "${ALL_STAGES[@]}"; exit 0 ;;
   -h|--help|help) usage; exit 0 ;;
   all)
-    [ $# -eq 1 ] || die "'all' runs stages 0-4 and 6 and takes no other stage"
+    [ $# -eq 1 ] || die "'all' runs ${ALL_STAGES[*]} and takes no other stage"
     ALL=1
-    set -- 0-env 1-correct 2-calibrate 3-screener 4-sched 6-desk
+    set -- "${ALL_STAGES[@]}"
     ;;
 esac
-# `all`: each stage's budget in one device call (600 s at most, so 560 s leaves room for the
-# unpacking and the transfers). The second H200 run (2026-11-27, benches/results/h200-2026-11-27)
-# took 8, 48, >256, 13, 70 and 48 s for these stages; each budget is about 1.5-2x that, and
-# calibration's 220 s assumes its series cap (calibrate::MAX_RUN), which that run predates: its
-# calibration ran past 256 s. 5-bench (~220 s) needs a call of its own.
-declare -A ALL_BUDGET=([0-env]=20 [1-correct]=80 [2-calibrate]=220 [3-screener]=40 [4-sched]=110 [6-desk]=90)
 for s in "$@"; do
   [ -n "${EXPECT[$s]+x}" ] || die "unknown stage '$s' (stages: ${STAGES[*]}; or 'list')"
 done
