@@ -165,9 +165,9 @@ pub trait Slot: Send {
     /// Uploads only the word `ranges` of the input staging to the device-side input and waits:
     /// one copy per run of ranges that touch or overlap (`upload.rs`: the same plan on every
     /// backend; 500 adjacent segments go up as one copy, not 500 driver calls); the rest of
-    /// the device-side input keeps what earlier uploads left there. For data that stays on the device between runs: upload it all once
-    /// (a run with `h2d`), then per run only what changed, and run with `h2d: false`. Returns
-    /// the copies' time. A range past the slot's input is an error naming it, and nothing is
+    /// the device-side input keeps what earlier uploads left there. For data that stays on the
+    /// device between runs: upload it all once (a run with `h2d`), then per run only what
+    /// changed, and run with `h2d: false`. Returns the copies' time. A range past the slot's input is an error naming it, and nothing is
     /// copied.
     ///
     /// ```

@@ -10,13 +10,13 @@
 use crate::error::OffloadError;
 use std::ops::Range;
 
-/// The copies [`Slot::upload`](crate::backend::Slot::upload) makes for `ranges` on a slot of `in_words` input words: the
-/// ranges sorted, and those that touch or overlap merged into one, empty ones dropped — every
-/// backend's one plan, so a simulated device prices the copies the CUDA one makes. Merging is
-/// exact: every copy reads the same staging snapshot, so words covered twice get the same
-/// value either way, and no word outside the ranges is copied (a gap between two ranges may
-/// hold, on the device, what no staging word holds any more). A range past the slot's input is
-/// an error naming it.
+/// The copies [`Slot::upload`](crate::backend::Slot::upload) makes for `ranges` on a slot of
+/// `in_words` input words: the ranges sorted, and those that touch or overlap merged into one,
+/// empty ones dropped — every backend's one plan, so a simulated device prices the copies the
+/// CUDA one makes. Merging is exact: every copy reads the same staging snapshot, so words
+/// covered twice get the same value either way, and no word outside the ranges is copied (a
+/// gap between two ranges may hold, on the device, what no staging word holds any more). A
+/// range past the slot's input is an error naming it.
 ///
 /// Called by backends only (each `upload` starts with it).
 pub(crate) fn upload_plan(

@@ -96,8 +96,9 @@
 //!    `done` and takes the registered wakers, then wakes them all at once after unlocking
 //!    with the runtime's [`wake_all`](gmprt_runtime::wake_all) (one global-queue round and
 //!    one `wakep`: Ms come up as the woken submitters keep them busy, not one per task, which
-//!    at 16 Ps woke 15 Ms a round that the next quiescence then waited to see park). Each block's outputs are published first, one
-//!    cell per entry (`Block::results`, set once), then `done` under the block's lock. A
+//!    at 16 Ps woke 15 Ms a round that the next quiescence then waited to see park). Each
+//!    block's outputs are published first, one cell per entry (`Block::results`, set once),
+//!    then `done` under the block's lock. A
 //!    [`Submit`] in the accepted state takes its own cell (or clones the failure) once the
 //!    results are published, without the block's lock; before that it locks the block and,
 //!    not `done`, stores its waker.

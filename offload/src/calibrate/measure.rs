@@ -110,10 +110,10 @@ pub(super) fn samples(
 }
 
 /// The longest one run a calibration series measures (each series stops before a run that
-/// would take longer): 0.2 s is 2,000× the slowest fork/join
-/// or launch latency a calibration sees (~100 µs), so the fixed costs the fit's intercept
-/// holds are settled well before it, and a point of 0.2 s costs ~4 s in all (one warm-up and
-/// 5 runs, 3 passes; twice on the CPU, as called and cache-resident).
+/// would take longer): 0.2 s is 2,000× the slowest fork/join or launch latency a calibration
+/// sees (~100 µs), so the fixed costs the fit's intercept holds are settled well before it,
+/// and a point of 0.2 s costs ~4 s in all (one warm-up and 5 runs, 3 passes; twice on the
+/// CPU, as called and cache-resident).
 pub const MAX_RUN: Duration = Duration::from_millis(200);
 /// Sizes a series keeps whatever they cost: a regime's [`MIN_RUN`](crate::model::fit::MIN_RUN)
 /// of 3 and one more, so even a series whose small sizes are already slow gets a fit.

@@ -363,8 +363,8 @@ impl Slot for CudaSlot {
             record(&slot.events[0], &slot.stream)?;
             for r in &plan {
                 // SAFETY: `in_ptr` is valid for `in_words` initialised words and every range
-                // lies within them (`upload_plan` checked); `&mut self` excludes any other access, and
-                // we wait for the copies before returning.
+                // lies within them (`upload_plan` checked); `&mut self` excludes any other
+                // access, and we wait for the copies before returning.
                 let src = unsafe { std::slice::from_raw_parts(slot.in_ptr.add(r.start), r.len()) };
                 let mut dst = slot.dev_in.slice_mut(r.clone());
                 slot.stream.memcpy_htod(src, &mut dst).map_err(|e| driver_err("cuMemcpyHtoDAsync", e))?;

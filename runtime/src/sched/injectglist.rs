@@ -125,8 +125,9 @@ pub fn injectglist(wakers: impl IntoIterator<Item = std::task::Waker>) {
 /// searched every P (~770 steal attempts a round) and parked again, and the Batcher's
 /// quiescence waited for the last of them (`offload_submitters/100x100`, 2-core VM, 16 Ps:
 /// 120-152 µs a round with `injectglist`, 57-60 µs with this; at 2 Ps no change;
-/// `benches/results/offload-submitters-wake-all-2core.txt`). No wake-up is lost: step 4 is the park/unpark protocol's
-/// submitter step for the whole list, step 3 only ever added Ms early (module docs).
+/// `benches/results/offload-submitters-wake-all-2core.txt`). No wake-up is lost: step 4 is
+/// the park/unpark protocol's submitter step for the whole list, step 3 only ever added Ms
+/// early (module docs).
 ///
 /// ```
 /// use gmprt_runtime::{wake_all, Runtime};
