@@ -594,6 +594,9 @@ fn full_book_rate(rt: &Runtime, pricer: &mut Pricer, book: &Book) -> Result<f64,
 const SWEEP_STEPS: u32 = 8;
 /// Seconds of feed per sweep step (at least 2,000 ticks).
 const SWEEP_SECONDS: f64 = 1.0;
+/// When even `--rate` misses the budget, halvings tried below it (at 4,000/s: down to 500/s,
+/// where a step's 2,000 ticks take 4 s): a slower machine still gets a rate, not a blank.
+const SWEEP_HALVINGS: u32 = 3;
 
 fn sweep(rt: &Runtime, desk: &Desk) -> Sweep {
     let budget = desk.args.budget_us as u64;
@@ -602,7 +605,8 @@ fn sweep(rt: &Runtime, desk: &Desk) -> Sweep {
     for placement in [Placement::Cpu, Placement::Gpu, Placement::Auto] {
         let mut top = 0.0;
         let mut rate = desk.args.rate.max(1) as f64;
-        for _ in 0..SWEEP_STEPS {
+        let (mut doublings, mut halvings) = (0, 0);
+        loop {
             let ticks = ((rate * SWEEP_SECONDS) as u64).max(2000);
             let r = desk.run(rt, placement, rate, ticks, false).unwrap_or_else(|e| fail(NAME, e));
             let sustained = r.tick_to_risk.p99_us <= budget;
@@ -622,17 +626,30 @@ fn sweep(rt: &Runtime, desk: &Desk) -> Sweep {
                     if sustained { "" } else { "  (past the budget)" }
                 );
             }
-            if !sustained {
+            if sustained {
+                top = rate;
+            }
+            // Up by doubling from the start while each rate holds (at most SWEEP_STEPS);
+            // below it by halving until one holds (at most SWEEP_HALVINGS), then stop: the
+            // rate above that one was already missed.
+            let up = sustained && halvings == 0 && doublings + 1 < SWEEP_STEPS;
+            let down = !sustained && top == 0.0 && halvings < SWEEP_HALVINGS;
+            if up {
+                rate *= 2.0;
+                doublings += 1;
+            } else if down {
+                rate /= 2.0;
+                halvings += 1;
+            } else {
                 break;
             }
-            top = rate;
-            rate *= 2.0;
         }
         best.push((placement, top));
     }
     let rate_of = |p: Placement| best.iter().find(|b| b.0 == p).map_or(0.0, |b| b.1);
     let better = rate_of(Placement::Cpu).max(rate_of(Placement::Gpu));
     let auto = rate_of(Placement::Auto);
+    // NaN (null in JSON; the report says why) when neither held the budget at any rate tried.
     let auto_vs_best = if better > 0.0 { auto / better } else { f64::NAN };
     // At half the sustained rate, against the model's time for one tick's worth of pricing.
     let (u, c) = {

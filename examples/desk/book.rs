@@ -143,6 +143,18 @@ impl Book {
         self.spot[r].fill(spot);
     }
 
+    /// Underlying `u`'s spot (every contract of its segment is at it), or 1.0 when it has no
+    /// contracts (a placeholder nothing prices: the resident kernel reads one word per
+    /// underlying, and a valid one keeps its input checks simple).
+    pub fn underlying_spot(&self, u: u32) -> f32 {
+        let r = self.segment(u);
+        if r.is_empty() {
+            1.0
+        } else {
+            self.spot[r.start]
+        }
+    }
+
     /// The kernels' input columns over `r`.
     fn input(&self, r: std::ops::Range<usize>) -> BsIn<'_> {
         BsIn {
@@ -402,40 +414,32 @@ impl Pricer {
     }
 
     /// Resident (`--resident`): the whole book went to the device once, with every
-    /// underlying as a segment; a batch writes the moved underlyings' spots and their list into
-    /// the staging and uploads those words alone (`Slot::upload`: one copy per underlying, 4
-    /// bytes a contract, and the list), reprices the moved underlyings' contracts where they
-    /// live and sums them per underlying in one launch (`BlackScholesSelected`), and copies
-    /// back their sums alone. Returns the sums of `unds`, in that order.
+    /// underlying as a segment; a batch writes every underlying's spot (one word each) and the
+    /// moved underlyings' list into the staging and uploads those words alone (`Slot::upload`:
+    /// one copy of `4 × (underlyings + moved)` bytes), reprices the moved underlyings'
+    /// contracts where they live, each at its underlying's spot, and sums them per underlying
+    /// in one launch (`BlackScholesSelected`), and copies back their sums alone. Returns the
+    /// sums of `unds`, in that order.
     fn price_resident(&mut self, book: &Book, unds: &[u32]) -> Result<Vec<GreekSums>, String> {
         self.prepare(book)?;
         let (c, u) = (book.len(), book.underlyings());
-        let base = BlackScholesBySegment { segments: u }.in_words(c);
         let job = BlackScholesSelected { segments: u, selected: unds.len() };
-        let iw = job.in_words(c);
+        let (at, iw) = (job.spots_at(c), job.in_words(c));
         let slot = self.slot.as_mut().expect("prepared");
         let first = !self.resident_up;
-        let mut ranges = Vec::with_capacity(unds.len() + 1);
+        let words = slot.staging_in();
         if first {
             let all: Vec<u32> = (0..u as u32).collect();
-            stage_segments(&mut slot.staging_in()[..base], book, &all, c);
-            ranges.push(0..base);
-            self.resident_up = true;
-        } else {
-            // Every underlying staged in order, so contract i is word i of the spot column
-            // (the layout's first): an underlying's words are its segment of the book.
-            let words = slot.staging_in();
-            for &m in unds {
-                let r = book.segment(m);
-                for (w, v) in words[r.clone()].iter_mut().zip(&book.spot[r.clone()]) {
-                    *w = v.to_bits();
-                }
-                ranges.push(r);
-            }
+            stage_segments(&mut words[..at], book, &all, c);
         }
-        slot.staging_in()[base..iw].copy_from_slice(unds);
-        ranges.push(base..iw);
-        let uploaded: u64 = if first { 0 } else { ranges.iter().map(|r| r.len() as u64).sum() };
+        // Every underlying's spot, then the list: one contiguous range after the book.
+        for (w, m) in words[at..at + u].iter_mut().zip(0..u as u32) {
+            *w = book.underlying_spot(m).to_bits();
+        }
+        words[at + u..iw].copy_from_slice(unds);
+        let ranges = [if first { 0..iw } else { at..iw }];
+        self.resident_up = true;
+        let uploaded: u64 = if first { 0 } else { ranges[0].len() as u64 };
         let run = gmprt::runtime::syscall(|| {
             // The moved spots and the list first, then the moved segments priced where they live.
             let up = slot.upload(&ranges)?;

@@ -224,6 +224,13 @@ pub struct Sweep {
     pub predicted_burst_us: f64,
 }
 
+impl Sweep {
+    /// The lowest rate any step ran at (the start, or a halving below it).
+    pub fn lowest_rate(&self) -> f64 {
+        self.steps.iter().map(|s| s.rate).fold(self.start_rate, f64::min)
+    }
+}
+
 pub fn print_sweep(s: &Sweep, book_shape: (usize, usize), json: bool) {
     if json {
         println!("{}", serde_json::to_string_pretty(s).unwrap_or_else(|e| super::common::fail(NAME, e)));
@@ -238,10 +245,18 @@ pub fn print_sweep(s: &Sweep, book_shape: (usize, usize), json: bool) {
         if *r > 0.0 {
             println!("  {p:?}: {r:.0} ticks/s");
         } else {
-            println!("  {p:?}: below the starting rate ({:.0} ticks/s)", s.start_rate);
+            println!("  {p:?}: below the lowest rate tried ({:.0} ticks/s)", s.lowest_rate());
         }
     }
-    println!("  auto / the better of cpu and gpu: {:.2} (target >= 0.9)", s.auto_vs_best);
+    if s.auto_vs_best.is_nan() {
+        println!(
+            "  auto / the better of cpu and gpu: not defined: neither held p99 <= {} µs at {:.0} ticks/s or above (target >= 0.9)",
+            s.budget_us,
+            s.lowest_rate()
+        );
+    } else {
+        println!("  auto / the better of cpu and gpu: {:.2} (target >= 0.9)", s.auto_vs_best);
+    }
     println!(
         "  at half auto's rate: p99 tick -> risk {} µs against 2 x the model's {:.1} µs per tick's pricing = {:.1} µs ({})",
         s.half_rate_p99_us,

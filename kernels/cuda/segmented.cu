@@ -89,18 +89,20 @@ extern "C" __global__ void gmprt_greeks_segment_sum(const float* __restrict__ ou
     }
 }
 
-// gmprt_black_scholes_segment_sums: prices only the contracts of the selected segments and sums
-// their position-weighted outputs per selected segment, in one pass with no scratch columns:
-// for k < nsel, segment s = sel[k] (contracts offsets[s] .. offsets[s+1] of a book of n, laid
-// out as for gmprt_black_scholes, qty beside), sums[k*6 + c] = sum_i qty[i] * g_c(i) in f64,
-// each contract priced by gmprt_bs_one (bs_one.cuh, prepended to this source by
-// kernels/src/cuda.rs). For a book resident on the device of which a tick moved a few
-// underlyings: the moved segments are repriced where they live and only their aggregates come
-// back. A selected id past `segments` gives an empty (zero) segment, and offsets are clamped
-// as above. Launch shape, reduction and summation order as gmprt_greeks_segment_sum: one block
-// per selected segment, grid-stride.
+// gmprt_black_scholes_segment_sums: prices only the contracts of the selected segments, each at
+// its segment's spot, and sums their position-weighted outputs per selected segment, in one
+// pass with no scratch columns: for k < nsel, segment s = sel[k] (contracts offsets[s] ..
+// offsets[s+1] of a book of n, laid out as for gmprt_black_scholes, qty beside),
+// sums[k*6 + c] = sum_i qty[i] * g_c(i) in f64, each contract priced by gmprt_bs_one
+// (bs_one.cuh, prepended to this source by kernels/src/cuda.rs) at spot seg_spot[s]: segments
+// are underlyings, and the per-contract spot column is not read. For a book resident on the
+// device of which a tick moved a few underlyings: one spot word per underlying goes up, the
+// moved segments are repriced where they live and only their aggregates come back. A selected
+// id past `segments` gives an empty (zero) segment, and offsets are clamped as above. Launch
+// shape, reduction and summation order as gmprt_greeks_segment_sum: one block per selected
+// segment, grid-stride. The CPU twin: kernels/src/segmented.rs (price_and_sum_selected_words).
 extern "C" __global__ void gmprt_black_scholes_segment_sums(
-    const float* __restrict__ spot,
+    const float* __restrict__ seg_spot,
     const float* __restrict__ strike,
     const float* __restrict__ t,
     const float* __restrict__ rate,
@@ -117,13 +119,17 @@ extern "C" __global__ void gmprt_black_scholes_segment_sums(
     __shared__ double warp_sums[GMPRT_AGG_WORDS][32];
     for (size_t k = blockIdx.x; k < (size_t)nsel; k += gridDim.x) {
         size_t lo = 0, hi = 0;
-        if (sel[k] < segments) gmprt_segment_bounds(offsets, sel[k], n, &lo, &hi);
+        float spot = 1.0f;
+        if (sel[k] < segments) {
+            gmprt_segment_bounds(offsets, sel[k], n, &lo, &hi);
+            spot = seg_spot[sel[k]];
+        }
         double acc[GMPRT_AGG_WORDS];
 #pragma unroll
         for (int c = 0; c < GMPRT_AGG_WORDS; ++c) acc[c] = 0.0;
         for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
             float g[GMPRT_AGG_WORDS];
-            gmprt_bs_one(spot[i], strike[i], t[i], rate[i], vol[i], kind[i], g);
+            gmprt_bs_one(spot, strike[i], t[i], rate[i], vol[i], kind[i], g);
             double q = (double)qty[i];
 #pragma unroll
             for (int c = 0; c < GMPRT_AGG_WORDS; ++c) acc[c] += q * (double)g[c];

@@ -41,10 +41,11 @@ pub struct CudaSource {
 /// assert!(BLACK_SCHOLES.src.contains(FN_BLACK_SCHOLES));
 /// ```
 pub const FN_BLACK_SCHOLES: &str = "gmprt_black_scholes";
-/// `gmprt_black_scholes_segment_sums(6 input columns, const f32* qty, const u32* offsets, u32
-/// segments, const u32* sel, u32 nsel, u32 n, f64* sums)`: prices only the contracts of the
-/// selected segments of a book of `n` and writes their position-weighted sums per selected
-/// segment (6 f64 each). The CPU twin is
+/// `gmprt_black_scholes_segment_sums(const f32* seg_spot, 5 input columns (strike .. kind),
+/// const f32* qty, const u32* offsets, u32 segments, const u32* sel, u32 nsel, u32 n, f64*
+/// sums)`: prices only the contracts of the selected segments of a book of `n`, each at its
+/// segment's spot (`seg_spot`, one per segment), and writes their position-weighted sums per
+/// selected segment (6 f64 each). The CPU twin is
 /// [`price_and_sum_selected_words`](crate::segmented::price_and_sum_selected_words).
 ///
 /// # Examples

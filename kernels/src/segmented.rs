@@ -393,17 +393,20 @@ fn check_qty(qty: &[f32]) -> Result<(), KernelError> {
     Ok(())
 }
 
-/// Prices only the contracts of the selected segments and sums them per selected segment:
-/// for `k < sel.len()`, `sums[k * AGG_WORDS..]` = the sums of segment `sel[k]`, its contracts
-/// priced from `input` (the [`price_greeks_words`](crate::black_scholes::price_greeks_words)
-/// input columns of a book of `n`, column `c` at `c * n`). The CPU twin of
-/// `gmprt_black_scholes_segment_sums` (`kernels/cuda/segmented.cu`): a book that stays on
-/// the device reprices the underlyings a tick moved, where they live, and returns their
-/// aggregates alone. Each segment is priced as one batch of its own contracts and summed in
-/// index order, so a segment's sums equal [`sum_by_segment_words`]'s over the same prices bit
-/// for bit. Checked first: `input`, `qty` and `sums` sizes, the offsets' contract, every
-/// selected id below the segment count, the selected segments' quantities finite (the error
-/// names the first bad one).
+/// Prices only the contracts of the selected segments, each at its segment's spot, and sums
+/// them per selected segment: for `k < sel.len()`, `sums[k * AGG_WORDS..]` = the sums of
+/// segment `sel[k]`, its contracts priced from `input` (the
+/// [`price_greeks_words`](crate::black_scholes::price_greeks_words) input columns of a book of
+/// `n`, column `c` at `c * n`) with the spot column replaced by `spots[sel[k]]`: segments are
+/// underlyings, and every contract of one is priced at its one spot. The CPU twin of
+/// `gmprt_black_scholes_segment_sums` (`kernels/cuda/segmented.cu`): a book that stays on the
+/// device reprices the underlyings a tick moved, where they live, from one spot word per
+/// underlying, and returns their aggregates alone. Each segment is priced as one batch of its
+/// own contracts and summed in index order, so a segment's sums equal
+/// [`sum_by_segment_words`]'s over the same prices bit for bit. Checked first: `input`, `qty`,
+/// `spots` (one per segment) and `sums` sizes, the offsets' contract, every selected id below
+/// the segment count, the selected segments' quantities finite and their spots valid (the
+/// error names the first bad one).
 ///
 /// # Examples
 ///
@@ -411,13 +414,17 @@ fn check_qty(qty: &[f32]) -> Result<(), KernelError> {
 /// use gmprt_kernels::black_scholes::{price_greeks_words, stage_words, synthetic_chain, IN_WORDS, OUT_WORDS};
 /// use gmprt_kernels::segmented::{price_and_sum_selected_words, sum_by_segment_words, AGG_WORDS};
 ///
-/// // 6 contracts in 3 segments (0..2, 2..3, 3..6), one of each held.
-/// let (n, qty, offsets) = (6, [1.0f32; 6], [0u32, 2, 3, 6]);
+/// // 6 contracts in 3 segments (0..2, 2..3, 3..6), one of each held; the spots per segment.
+/// let (n, qty, offsets, spots) = (6, [1.0f32; 6], [0u32, 2, 3, 6], [90.0f32, 100.0, 110.0]);
+/// let mut chain = synthetic_chain(n, 9);
+/// for (i, c) in chain.iter_mut().enumerate() {
+///     c.spot = spots[offsets.iter().rposition(|&o| o as usize <= i).unwrap()];
+/// }
 /// let mut input = vec![0u32; n * IN_WORDS];
-/// stage_words(&synthetic_chain(n, 9), &mut input);
+/// stage_words(&chain, &mut input);
 /// // Segments 2 and 0 alone, in that order.
 /// let mut some = [0f64; 2 * AGG_WORDS];
-/// price_and_sum_selected_words(n, &input, &qty, &offsets, &[2, 0], &mut some).unwrap();
+/// price_and_sum_selected_words(n, &input, &qty, &offsets, &spots, &[2, 0], &mut some).unwrap();
 /// // The same sums as pricing the whole book and summing every segment.
 /// let mut out = vec![0u32; n * OUT_WORDS];
 /// price_greeks_words(n, &input, &mut out).unwrap();
@@ -425,15 +432,19 @@ fn check_qty(qty: &[f32]) -> Result<(), KernelError> {
 /// sum_by_segment_words(n, &out, &qty, &offsets, &mut all).unwrap();
 /// assert_eq!(some[..AGG_WORDS], all[2 * AGG_WORDS..]);
 /// assert_eq!(some[AGG_WORDS..], all[..AGG_WORDS]);
-/// // A selected segment that does not exist is named.
-/// let e = price_and_sum_selected_words(n, &input, &qty, &offsets, &[3], &mut some[..AGG_WORDS]).unwrap_err();
+/// // A selected segment that does not exist is named, and so is a bad spot.
+/// let e = price_and_sum_selected_words(n, &input, &qty, &offsets, &spots, &[3], &mut some[..AGG_WORDS]).unwrap_err();
 /// assert!(e.to_string().contains("selected segment"), "{e}");
+/// let bad = [90.0, -1.0, 110.0];
+/// let e = price_and_sum_selected_words(n, &input, &qty, &offsets, &bad, &[1], &mut some[..AGG_WORDS]).unwrap_err();
+/// assert!(e.to_string().contains("spot"), "{e}");
 /// ```
 pub fn price_and_sum_selected_words(
     n: usize,
     input: &[u32],
     qty: &[f32],
     offsets: &[u32],
+    spots: &[f32],
     sel: &[u32],
     sums: &mut [f64],
 ) -> Result<(), KernelError> {
@@ -442,6 +453,7 @@ pub fn price_and_sum_selected_words(
     for (what, expected, got) in [
         ("input words", n * IN_WORDS, input.len()),
         ("qty", n, qty.len()),
+        ("spots (one per segment)", segments, spots.len()),
         ("sums words", sel.len() * AGG_WORDS, sums.len()),
     ] {
         if got != expected {
@@ -454,10 +466,19 @@ pub fn price_and_sum_selected_words(
         return Err(InvalidInput { field: "selected segment", index: k, value: sel[k].into(), why }.into());
     }
     // The selected segments' quantities only: a resident book is repriced a few segments at a
-    // time, and checking all of it every time would cost more than pricing them.
+    // time, and checking all of it every time would cost more than pricing them. Their spots
+    // are checked by the pricing below, but with the segment's first contract as the index:
+    // name the segment instead.
     for &s in sel {
-        let lo = offsets[s as usize] as usize;
-        check_qty(&qty[lo..offsets[s as usize + 1] as usize]).map_err(|e| match e {
+        let (lo, hi) = (offsets[s as usize] as usize, offsets[s as usize + 1] as usize);
+        let spot = spots[s as usize];
+        if lo < hi && !(spot.is_finite() && spot > 0.0) {
+            let why = "a segment's spot must be positive and finite";
+            return Err(
+                InvalidInput { field: "segment spot", index: s as usize, value: spot.into(), why }.into()
+            );
+        }
+        check_qty(&qty[lo..hi]).map_err(|e| match e {
             KernelError::Invalid(mut bad) => {
                 bad.index += lo;
                 KernelError::Invalid(bad)
@@ -470,7 +491,9 @@ pub fn price_and_sum_selected_words(
         let (lo, hi) = (offsets[s as usize] as usize, offsets[s as usize + 1] as usize);
         let m = hi - lo;
         tin.clear();
-        for c in 0..IN_WORDS {
+        // Column 0 (spot): the segment's spot for each of its contracts.
+        tin.resize(m, spots[s as usize].to_bits());
+        for c in 1..IN_WORDS {
             tin.extend_from_slice(&input[c * n + lo..c * n + hi]);
         }
         tout.clear();

@@ -448,17 +448,21 @@ impl CudaJob for BlackScholesBySegment {
     }
 }
 
-/// A book that stays on the device, repriced segment by segment: only the contracts of the
-/// `selected` segments listed in the input are priced, and only their sums are written
+/// A book that stays on the device, repriced segment by segment at one spot per segment: only
+/// the contracts of the `selected` segments listed in the input are priced, each at its
+/// segment's spot, and only their sums are written
 /// (`gmprt_kernels::segmented::price_and_sum_selected_words`; on CUDA one launch of
-/// `gmprt_black_scholes_segment_sums`, pricing and summing in one pass). The trading desk's
-/// `--resident` path: the book goes up once in [`BlackScholesBySegment`]'s input layout; per
-/// tick the moved spots and the list of moved segments go up (`Slot::upload`), and the moved
-/// segments' sums come back.
+/// `gmprt_black_scholes_segment_sums`, pricing and summing in one pass). Segments are
+/// underlyings. The trading desk's `--resident` path: the book goes up once; per tick one spot
+/// word per underlying and the list of moved segments go up (`Slot::upload`, one contiguous
+/// range of `4 × (segments + selected)` bytes), and the moved segments' sums come back.
 ///
 /// Word layouts for a book of `n` contracts in `segments` segments:
 /// * **input** ([`in_words`](Self::in_words)): [`BlackScholesBySegment`]'s input (columns,
-///   `qty`, `offsets`), then the `selected` segment ids (u32, each below `segments`);
+///   `qty`, `offsets`; the per-contract spot column is not read), then `segments` spots (f32,
+///   one per segment; those of the selected non-empty segments positive and finite), then the
+///   `selected` segment ids (u32, each below `segments`); [`spots_at`](Self::spots_at) gives
+///   where the spots start;
 /// * **output** ([`out_words`](Self::out_words)): `AGG_WORDS` f64 per selected segment, in the
 ///   order listed, each as its low then high 32 bits.
 ///
@@ -469,12 +473,19 @@ impl CudaJob for BlackScholesBySegment {
 ///
 /// // 5 contracts in 2 segments (0..2 and 2..5), 100 of each held; segment 1 selected.
 /// let (all, one) = (BlackScholesBySegment { segments: 2 }, BlackScholesSelected { segments: 2, selected: 1 });
+/// let spots = [95.0f32, 105.0];
+/// let mut chain = synthetic_chain(5, 3);
+/// for (i, c) in chain.iter_mut().enumerate() {
+///     c.spot = spots[(i >= 2) as usize]; // every contract of a segment at its spot
+/// }
 /// let mut slot = Device::host().backend().new_slot(one.in_words(5), all.out_words(5)).unwrap();
 /// let input = slot.staging_in();
-/// stage_words(&synthetic_chain(5, 3), &mut input[..5 * IN_WORDS]);
+/// stage_words(&chain, &mut input[..5 * IN_WORDS]);
 /// input[5 * IN_WORDS..5 * IN_WORDS + 5].copy_from_slice(&[100f32.to_bits(); 5]); // qty
 /// input[7 * 5..7 * 5 + 3].copy_from_slice(&[0, 2, 5]); // offsets
-/// input[7 * 5 + 3] = 1; // the selection: segment 1
+/// let at = one.spots_at(5);
+/// input[at..at + 2].copy_from_slice(&spots.map(f32::to_bits)); // the spots
+/// input[at + 2] = 1; // the selection: segment 1
 /// let (every, _) = all.run(slot.as_mut(), 5).unwrap();
 /// let run = Phases { h2d: true, kernel: true, d2h: true };
 /// slot.run(&one, 5, one.in_words(5), one.out_words(), run).unwrap();
@@ -489,9 +500,14 @@ pub struct BlackScholesSelected {
 }
 
 impl BlackScholesSelected {
-    /// Input words for a book of `n` contracts: [`BlackScholesBySegment`]'s, plus the list.
+    /// Input words for a book of `n` contracts: [`BlackScholesBySegment`]'s, the spots, the list.
     pub fn in_words(&self, n: usize) -> usize {
-        BlackScholesBySegment { segments: self.segments }.in_words(n) + self.selected
+        self.spots_at(n) + self.segments + self.selected
+    }
+    /// Where the per-segment spots start in the input (the list follows them): the end of
+    /// [`BlackScholesBySegment`]'s input.
+    pub fn spots_at(&self, n: usize) -> usize {
+        BlackScholesBySegment { segments: self.segments }.in_words(n)
     }
     /// Output words: the selected segments' sums.
     pub fn out_words(&self) -> usize {
@@ -512,9 +528,10 @@ impl Job for BlackScholesSelected {
         check_words(names, self.in_words(n), self.out_words(), input, output)?;
         let (bs_in, qty, offsets, rest) =
             BlackScholesBySegment { segments: self.segments }.split_input(n, input);
-        let sel = &rest[..self.selected];
+        let (spots, sel) = rest[..self.segments + self.selected].split_at(self.segments);
         let mut sums = vec![0f64; AGG_WORDS * self.selected];
-        segmented::price_and_sum_selected_words(n, bs_in, qty, offsets, sel, &mut sums)
+        let spots: &[f32] = bytemuck::cast_slice(spots);
+        segmented::price_and_sum_selected_words(n, bs_in, qty, offsets, spots, sel, &mut sums)
             .map_err(|e| e.to_string())?;
         put_sums(&sums, output);
         Ok(())

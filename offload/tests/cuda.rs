@@ -1034,7 +1034,7 @@ struct BySegment {
 
 fn by_segment_batch() -> BySegment {
     let n = 50_000;
-    let chain = black_scholes::synthetic_chain(n, 11);
+    let mut chain = black_scholes::synthetic_chain(n, 11);
     let qty: Vec<f32> = (0..n).map(|i| ((i % 21) as f32 - 10.0) * 100.0).collect();
     let (mut offsets, mut at) = (vec![0u32], 0);
     for len in [0, 1, 700, 3000, 31].iter().cycle() {
@@ -1042,6 +1042,15 @@ fn by_segment_batch() -> BySegment {
         offsets.push(at as u32);
         if at == n {
             break;
+        }
+    }
+    // Segments are underlyings: every contract of one at its first contract's spot (what
+    // `BlackScholesSelected` prices from its one spot word per segment).
+    for w in offsets.windows(2) {
+        let (lo, hi) = (w[0] as usize, w[1] as usize);
+        if lo < hi {
+            let spot = chain[lo].spot;
+            chain[lo..hi].iter_mut().for_each(|c| c.spot = spot);
         }
     }
     let job = BlackScholesBySegment { segments: offsets.len() - 1 };
@@ -1136,8 +1145,16 @@ fn run_selected(backend: &dyn Backend, b: &BySegment, sel: &[u32]) -> Vec<segmen
     let n = b.chain.len();
     let job = BlackScholesSelected { segments: b.offsets.len() - 1, selected: sel.len() };
     let mut slot = backend.new_slot(job.in_words(n), job.out_words()).expect("slot");
+    // The per-contract spot column is not read: zero it, so a kernel that read it would fail.
     slot.staging_in()[..b.input.len()].copy_from_slice(&b.input);
-    slot.staging_in()[b.input.len()..job.in_words(n)].copy_from_slice(sel);
+    slot.staging_in()[..n].fill(0);
+    // Each segment's spot (1.0 for an empty one, which is never read).
+    let at = job.spots_at(n);
+    for (k, w) in b.offsets.windows(2).enumerate() {
+        let spot = if w[0] < w[1] { b.chain[w[0] as usize].spot } else { 1.0 };
+        slot.staging_in()[at + k] = spot.to_bits();
+    }
+    slot.staging_in()[at + job.segments..job.in_words(n)].copy_from_slice(sel);
     let all = gmprt_offload::Phases { h2d: true, kernel: true, d2h: true };
     slot.run(&job, n, job.in_words(n), job.out_words(), all).expect("selected run");
     job.gather(slot.staging_out())

@@ -259,24 +259,28 @@ pub fn launch_black_scholes_selected(
         (u32_arg(n, "contracts")?, u32_arg(segments, "segments")?, u32_arg(selected, "selected segments")?);
     let f = ctx.backend.function(&SEGMENTED, FN_BLACK_SCHOLES_SEGMENT_SUMS)?;
     let col = |c: usize| ctx.input.slice(c * n..(c + 1) * n);
-    let (spot, strike, t, rate, vol, kind, qty) = (col(0), col(1), col(2), col(3), col(4), col(5), col(6));
+    // Column 0 (the per-contract spots) is not read: each segment's spot is.
+    let (strike, t, rate, vol, kind, qty) = (col(1), col(2), col(3), col(4), col(5), col(6));
     let at = n * (IN_WORDS + 1);
     let offsets = ctx.input.slice(at..at + segments + 1);
-    let sel = ctx.input.slice(at + segments + 1..at + segments + 1 + selected);
+    let spots_at = job.spots_at(n);
+    let seg_spot = ctx.input.slice(spots_at..spots_at + segments);
+    let sel = ctx.input.slice(spots_at + segments..spots_at + segments + selected);
     let mut sums = ctx.output.slice_mut(..job.out_words());
     let cap = u64::from(ctx.backend.sm_count().max(1)) * u64::from(GRID_BLOCKS_PER_SM);
     let grid = (selected as u64).min(cap).min(i32::MAX as u64) as u32;
     let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK_SIZE, 1, 1), shared_mem_bytes: 0 };
     let mut b = ctx.stream.launch_builder(&f);
-    b.arg(&spot).arg(&strike).arg(&t).arg(&rate).arg(&vol).arg(&kind).arg(&qty);
+    b.arg(&seg_spot).arg(&strike).arg(&t).arg(&rate).arg(&vol).arg(&kind).arg(&qty);
     b.arg(&offsets).arg(&seg_arg).arg(&sel).arg(&sel_arg).arg(&n_arg).arg(&mut sums);
     // SAFETY: the arguments match `gmprt_black_scholes_segment_sums`'s parameters in order and
-    // type (seven `const` columns of n words: the six inputs and qty; `const unsigned*
-    // offsets` = segments + 1 words; `unsigned segments`; `const unsigned* sel` = selected
-    // words; `unsigned nsel`; `unsigned n`; `double* sums` = 2 * AGG_WORDS * selected words at
-    // the output's 256-byte-aligned start); every view holds what the kernel reads or writes
-    // (checked above); the kernel clamps every segment's bounds into [0, n) and skips ids past
-    // `segments`, so no input value reads outside the columns.
+    // type (`const float* seg_spot` = segments words; six `const` columns of n words: strike,
+    // t, rate, vol, kind and qty; `const unsigned* offsets` = segments + 1 words; `unsigned
+    // segments`; `const unsigned* sel` = selected words; `unsigned nsel`; `unsigned n`;
+    // `double* sums` = 2 * AGG_WORDS * selected words at the output's 256-byte-aligned
+    // start); every view holds what the kernel reads or writes (checked above); the kernel
+    // clamps every segment's bounds into [0, n), reads `seg_spot` only below `segments` and
+    // skips ids past it, so no input value reads outside the columns.
     unsafe { b.launch(cfg) }.map_err(|e| driver_err("cuLaunchKernel gmprt_black_scholes_segment_sums", e))?;
     Ok(())
 }
