@@ -61,7 +61,7 @@
 
 use super::queue::{Injector, Steal, Stealer, Worker};
 use super::stats::PStats;
-use super::syscall::{P_RUNNING, P_SYSCALL};
+use super::syscall::{P_IDLE, P_RUNNING, P_SYSCALL};
 use super::Shared;
 use crate::loom::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering::*};
 use crate::loom::sync::Mutex;
@@ -357,7 +357,8 @@ impl Processor {
     }
 
     /// Steals work from other Ps (Go's `stealWork`): 4 rounds over the victims in a random
-    /// order (random start, coprime stride); each visit takes half the victim's queue (at most
+    /// order (random start, coprime stride), skipping idle Ps (Go's `idlepMask`); each visit
+    /// (a steal attempt) takes half the victim's queue (at most
     /// `STEAL_BATCH_MAX`); the last round also looks at each victim's `runnext`. A running
     /// P's `runnext` is taken only after one back-off for the whole pass (see "Stealing
     /// runnext" in the module doc).
@@ -381,13 +382,24 @@ impl Processor {
                 if shared.is_shutdown() {
                     return None;
                 }
+                let vp = &shared.allp[victim];
+                // Go's `idlepMask`: an idle P's queue and `runnext` are empty (its M emptied both
+                // before giving it up, and only a P's owner fills them), so a visit would only
+                // read its deque's indices, which share a line with what its owner writes on
+                // every spawn once it runs again. `status` sits on the read-mostly line (see
+                // `PShared`). Relaxed: a stale answer only skips or makes one visit; a P that
+                // shows IDLE while it holds work is between Ms (a hand-off, or the moment before
+                // a blocking call marks it SYSCALL), and the M it goes to runs that work. The idle
+                // path's last look (`any_work_visible`) does not skip, so no wake-up is lost.
+                if vp.status.load(Relaxed) == P_IDLE {
+                    continue;
+                }
                 if let Some(t) = self.steal_queue(shared, victim) {
                     return Some(t);
                 }
                 if !last {
                     continue;
                 }
-                let vp = &shared.allp[victim];
                 // Relaxed: the status only chooses whether to wait; the CAS below decides.
                 match vp.status.load(Relaxed) {
                     // Its M runs that task as soon as its poll returns: wait first (below).

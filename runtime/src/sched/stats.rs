@@ -151,7 +151,7 @@ pub struct RuntimeStats {
     pub cancelled: u64,
     /// Polls of task futures.
     pub polls: u64,
-    /// Visits to a victim P while stealing.
+    /// Visits to a victim P while stealing (idle Ps are skipped, not visited).
     pub steal_attempts: u64,
     /// Visits that came back with work.
     pub steals: u64,
