@@ -92,6 +92,17 @@ pub struct CudaSlot {
 unsafe impl Send for CudaSlot {}
 
 impl CudaSlot {
+    /// How long a wait for this slot's last event polls before it sleeps:
+    /// [`SPIN_BEFORE_BLOCK`] under `GMPRT_CUDA_SYNC=auto`, else none (the context's flag
+    /// decides how `cuEventSynchronize` waits).
+    fn spin(&self) -> Duration {
+        if self.backend.sync_mode() == SyncMode::Auto {
+            SPIN_BEFORE_BLOCK
+        } else {
+            Duration::ZERO
+        }
+    }
+
     /// A slot on `backend` whose buffers hold `in_words` input and `out_words` output words.
     ///
     /// Warm-up (so that no run's event span contains a first-use cost): every embedded
@@ -341,8 +352,7 @@ impl Slot for CudaSlot {
             .into());
         }
         self.backend.context().bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
-        let spin =
-            if self.backend.sync_mode() == SyncMode::Auto { SPIN_BEFORE_BLOCK } else { Duration::ZERO };
+        let spin = self.spin();
         let done =
             self.enqueue(job, n, in_words, out_words, phases).and_then(|()| wait(&self.events[3], spin));
         if let Err(e) = done {
@@ -375,7 +385,11 @@ impl Slot for CudaSlot {
             }
             Ok(())
         };
-        let done = enqueue(self).and_then(|()| wait(&self.events[3], Duration::ZERO));
+        // The same wait as `run`'s: an upload of a few KB is done within the spin, and a
+        // blocking wait would add its sleep and wake-up (~18 µs more on the H100,
+        // benches/results/h100-2026-11-27) to every resident batch's two round trips.
+        let spin = self.spin();
+        let done = enqueue(self).and_then(|()| wait(&self.events[3], spin));
         if let Err(e) = done {
             let _ = self.stream.synchronize();
             return Err(e);
