@@ -18,7 +18,7 @@
 #   examples  option_screener matmul_ladder monte_carlo_pi explain million_tasks amdahl trading_desk spread
 #   test-offload-*, test-kernels-*   every test binary of gmprt-offload and gmprt-kernels
 #                                    (test-offload-cuda: the libtest-mimic CUDA harness)
-#   bench-offload, bench-scheduler (root crate), bench-model (gmprt-offload)
+#   bench-offload, bench-scheduler, bench-net (root crate), bench-model (gmprt-offload)
 #   million_tasks_go   the Go peer of million_tasks (benches/go/million_tasks, for
 #                      scripts/scaling.sh; the GPU machine has no Go), only if `go` is on PATH
 # Any cargo error stops the script with cargo's own message; so does an archive over 60 MiB.
@@ -110,11 +110,11 @@ copy_all < "$stage/tests.txt"
 
 # Benches: offload and scheduler (root crate), model (gmprt-offload).
 {
-  artifacts bench- bench -p gmprt --bench offload --bench scheduler --no-run
+  artifacts bench- bench -p gmprt --bench offload --bench scheduler --bench net --no-run
   artifacts bench- bench -p gmprt-offload --bench model --no-run
 } > "$stage/benches.txt"
 copy_all < "$stage/benches.txt"
-for b in offload scheduler model; do [ -x "$stage/bin/bench-$b" ] || die "bench $b was not built"; done
+for b in offload scheduler net model; do [ -x "$stage/bin/bench-$b" ] || die "bench $b was not built"; done
 echo "cargo builds: $((SECONDS - t0)) s" >&2
 
 # The Go peer of million_tasks, static (no cgo) and stripped, for scripts/scaling.sh.

@@ -7,7 +7,7 @@
 #   bash scripts/gpu/run.sh list          # the stages and their expected time on an H100/H200
 #   bash scripts/gpu/run.sh <stage>...    # e.g. 0-env, or 1-correct 2-calibrate (each alone works)
 #   bash scripts/gpu/run.sh all           # stages 0-4 and 6 in one device call (<= 560 s), each
-#                                         # under its own budget (20/80/220/40/110/90 s), writing only
+#                                         # under its own budget (20/80/200/40/130/90 s), writing only
 #                                         # $OUT/all.tar.xz (every stage's raw output) and
 #                                         # $OUT/all-summary.txt, both refreshed after every stage:
 #                                         # a call killed midway keeps the stages that finished
@@ -38,7 +38,7 @@ declare -A EXPECT=(
   [1-correct]="~50 s (48 s on the H200, 2026-11-27): CUDA tests (GMPRT_REQUIRE_GPU=1) then every offload/kernels test binary"
   [2-calibrate]="~150-220 s (the calibration alone ran past 256 s on the H200 on 2026-11-27, before its series cap): PyTorch reference figures, explain --all --device cuda (calibration), explain --verify on that profile, ncu SpeedOfLight"
   [3-screener]="~15 s (13 s on the H200, 2026-11-27): option_screener 1e6, monte_carlo_pi 1e9/1e8, matmul_ladder 4096, spread (every GPU; a simulated pair)"
-  [4-sched]="~70 s (70 s on the H200, 2026-11-27): scaling curve, cold and with memory warm (scripts/scaling.sh: gmprt, tokio, go at procs 1 2 4 8 16 + nproc, 3 rounds), --park at 16, amdahl 1..16"
+  [4-sched]="~100 s (79 s on the H100, 2026-11-27, before the echo step): scaling curve, cold and with memory warm (scripts/scaling.sh: gmprt, tokio, go at procs 1 2 4 8 16 + nproc, 3 rounds), --park at 16, amdahl 1..16, echo (benches/net.rs) at 16 procs against tokio"
   [5-bench]="~250-450 s (capped at 540; bench-scheduler alone 91 s on the H200, 2026-11-27): criterion benches scheduler + offload (BENCH_PROCS=16), the model bench"
   [6-desk]="~50 s (48 s on the H200, 2026-11-27): trading_desk at 5,000 ticks/s with cpu, gpu, auto, gpu --resident (1M contracts), then --sweep"
 )
@@ -58,12 +58,13 @@ list() {
 }
 
 # `all`: these stages, in this order, each under its budget in one device call (600 s at most,
-# so 560 s leaves room for the unpacking and the transfers). The second H200 run (2026-11-27,
-# benches/results/h200-2026-11-27) took 8, 48, >256, 13, 70 and 48 s for them; each budget is
-# about 1.5-2x that, and calibration's 220 s assumes its series cap (calibrate::MAX_RUN), which
-# that run predates: its calibration ran past 256 s. 5-bench (~220 s) needs a call of its own.
+# so 560 s leaves room for the unpacking and the transfers). The H100 run (2026-11-27,
+# benches/results/h100-2026-11-27, with calibrate::MAX_RUN) took 8, 53, 165, 14, 79 and 29 s for
+# them; 4-sched has ~25 s more since (the echo bench). Each budget is ~1.2-3x that; the second
+# H200 run, before the series cap, ran calibration past 256 s. 5-bench (~220 s) needs a call of
+# its own.
 ALL_STAGES=(0-env 1-correct 2-calibrate 3-screener 4-sched 6-desk)
-declare -A ALL_BUDGET=([0-env]=20 [1-correct]=80 [2-calibrate]=220 [3-screener]=40 [4-sched]=110 [6-desk]=90)
+declare -A ALL_BUDGET=([0-env]=20 [1-correct]=80 [2-calibrate]=200 [3-screener]=40 [4-sched]=130 [6-desk]=90)
 
 [ $# -gt 0 ] || { usage; exit 2; }
 ALL=0
@@ -374,6 +375,13 @@ stage_4_sched() {
   step amdahl "$(pick 120 60 30)" "$BIN/amdahl" --max-procs "$(pick 16 "$maxp" 2)" \
     --serial "$(pick 20000000 2000000 200000)" --parallel "$(pick 80000000 8000000 800000)" --out "$W/amdahl.svg"
   figures amdahl '^( *[0-9]+ |fitted|measured|serial)' 24
+  # Echo (benches/net.rs, issue 25: >= 1.1x tokio with p99 <= 1.0x at 16 procs): 1,000
+  # connections of 64-byte round trips against gmprt's and tokio's echo servers, the client this
+  # binary again in a child process; 3 rounds x 2 sides x 3 s -> ~20 s at full scale.
+  p=$(pick 16 "$maxp" "$maxp")
+  step echo "$(pick 60 30 20)" "$BIN/bench-net" echo --procs "$p" --secs "$(pick 3 1 1)" \
+    --rounds "$(pick 3 1 1)" --conns "$(pick 1000 200 50)" --json "$W/bench-net.json"
+  figures echo '^(echo|net bench)' 12
 }
 
 stage_5_bench() {
