@@ -177,6 +177,7 @@ impl CudaBackend {
                 blas: Mutex::new(HashMap::new()),
                 gemm_warm: Mutex::new(std::collections::HashSet::new()),
                 util: Mutex::new(None),
+                util_events: Mutex::new(None),
                 sync,
                 first_use: Mutex::new(FirstUse::default()),
             }),

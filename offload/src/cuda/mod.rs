@@ -150,6 +150,10 @@ pub(crate) struct Inner {
     /// Stream of the one-shot operations (`sgemm`, `pi_hits`, ...), created on first use;
     /// the lock serialises those operations so that their event timings do not interleave.
     pub(crate) util: Mutex<Option<Arc<CudaStream>>>,
+    /// The one-shot operations' four phase events, created at the first one and reused (taken
+    /// only under `util`, after it): creating and destroying four events per call cost every
+    /// `sgemm`, `option_paths_sum` and `option_paths_sum_many` its own driver calls.
+    pub(crate) util_events: Mutex<Option<[cudarc::driver::CudaEvent; 4]>>,
     /// The sync mode asked for (the context's scheduling flag).
     pub(crate) sync: SyncMode,
     /// First-use costs so far.

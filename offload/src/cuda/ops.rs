@@ -10,7 +10,7 @@
 //! off, see `cuda`'s docs). On an error after work was enqueued the stream is synchronised
 //! before returning.
 use super::launch::{config, gemm_f32, grid_size, BLOCK_SIZE};
-use super::{driver_err, phase_times, CudaBackend};
+use super::{driver_err, phase_times, CudaBackend, SyncMode};
 use crate::backend::Phases;
 use crate::error::OffloadError;
 use crate::PhaseTimes;
@@ -23,8 +23,9 @@ use gmprt_kernels::KernelError;
 use std::sync::Arc;
 
 impl CudaBackend {
-    /// Runs `f` on the utility stream (lock held), with four fresh timing events; on error
-    /// synchronises the stream before returning.
+    /// Runs `f` on the utility stream (lock held), with its four timing events (created at the
+    /// first call, reused after: `f` records every event it reads before reading it); on
+    /// error synchronises the stream before returning.
     pub(crate) fn with_util<T>(
         &self,
         f: impl FnOnce(&Arc<CudaStream>, &[CudaEvent; 4]) -> Result<T, OffloadError>,
@@ -39,14 +40,24 @@ impl CudaBackend {
                 s
             }
         };
-        let ev = |flags| self.inner.ctx.new_event(Some(flags)).map_err(|e| driver_err("cuEventCreate", e));
-        let events = [
-            ev(CUevent_flags::CU_EVENT_DEFAULT)?,
-            ev(CUevent_flags::CU_EVENT_DEFAULT)?,
-            ev(CUevent_flags::CU_EVENT_DEFAULT)?,
-            ev(CUevent_flags::CU_EVENT_BLOCKING_SYNC)?,
-        ];
-        let out = f(&stream, &events);
+        let mut events = self.inner.util_events.lock();
+        if events.is_none() {
+            let ev =
+                |flags| self.inner.ctx.new_event(Some(flags)).map_err(|e| driver_err("cuEventCreate", e));
+            *events = Some([
+                ev(CUevent_flags::CU_EVENT_DEFAULT)?,
+                ev(CUevent_flags::CU_EVENT_DEFAULT)?,
+                ev(CUevent_flags::CU_EVENT_DEFAULT)?,
+                // As a slot's end event (`slot.rs`): the driver sleeps in blocking and auto
+                // modes (auto polls first: `wait_end`), spins in spin mode.
+                ev(match self.sync_mode() {
+                    SyncMode::Spin => CUevent_flags::CU_EVENT_DEFAULT,
+                    SyncMode::Blocking | SyncMode::Auto => CUevent_flags::CU_EVENT_BLOCKING_SYNC,
+                })?,
+            ]);
+        }
+        let events = events.as_ref().expect("created above");
+        let out = f(&stream, events);
         if out.is_err() {
             let _ = stream.synchronize();
         }
@@ -163,7 +174,7 @@ impl CudaBackend {
             record(2)?;
             s.memcpy_dtoh(&dc, c).map_err(|e| driver_err("cuMemcpyDtoHAsync(c)", e))?;
             record(3)?;
-            ev[3].synchronize().map_err(|e| driver_err("cuEventSynchronize", e))?;
+            self.wait_end(&ev[3])?;
             phase_times(ev, Phases::ALL)
         })
     }
@@ -212,7 +223,7 @@ impl CudaBackend {
             let mut out = [0u64; 1];
             s.memcpy_dtoh(&hits, &mut out).map_err(|e| driver_err("cuMemcpyDtoHAsync(hits)", e))?;
             record(3)?;
-            ev[3].synchronize().map_err(|e| driver_err("cuEventSynchronize", e))?;
+            self.wait_end(&ev[3])?;
             let times = phase_times(ev, Phases { h2d: false, kernel: true, d2h: true })?;
             Ok((out[0], times))
         })
@@ -278,7 +289,7 @@ impl CudaBackend {
             let mut out = [0f64; 2];
             s.memcpy_dtoh(&sums, &mut out).map_err(|e| driver_err("cuMemcpyDtoHAsync(sums)", e))?;
             record(3)?;
-            ev[3].synchronize().map_err(|e| driver_err("cuEventSynchronize", e))?;
+            self.wait_end(&ev[3])?;
             let times = phase_times(ev, Phases { h2d: false, kernel: true, d2h: true })?;
             Ok(((out[0], out[1]), times))
         })
@@ -347,7 +358,7 @@ impl CudaBackend {
             let mut out = vec![0f64; 2 * contracts.len()];
             s.memcpy_dtoh(&sums, &mut out).map_err(|e| driver_err("cuMemcpyDtoHAsync(sums)", e))?;
             record(3)?;
-            ev[3].synchronize().map_err(|e| driver_err("cuEventSynchronize", e))?;
+            self.wait_end(&ev[3])?;
             let times = phase_times(ev, Phases::ALL)?;
             Ok((out.chunks_exact(2).map(|p| (p[0], p[1])).collect(), times))
         })

@@ -92,15 +92,10 @@ pub struct CudaSlot {
 unsafe impl Send for CudaSlot {}
 
 impl CudaSlot {
-    /// How long a wait for this slot's last event polls before it sleeps:
-    /// [`SPIN_BEFORE_BLOCK`] under `GMPRT_CUDA_SYNC=auto`, else none (the context's flag
-    /// decides how `cuEventSynchronize` waits).
+    /// How long a wait for this slot's last event polls before it sleeps (the backend's
+    /// [`spin_before_block`](CudaBackend::spin_before_block)).
     fn spin(&self) -> Duration {
-        if self.backend.sync_mode() == SyncMode::Auto {
-            SPIN_BEFORE_BLOCK
-        } else {
-            Duration::ZERO
-        }
+        self.backend.spin_before_block()
     }
 
     /// A slot on `backend` whose buffers hold `in_words` input and `out_words` output words.
@@ -404,6 +399,26 @@ impl Slot for CudaSlot {
 /// a batch done within about the cost of the sleep and wake-up returns without them, and a
 /// longer one holds its worker's core at most 20 µs more before it sleeps.
 pub const SPIN_BEFORE_BLOCK: Duration = Duration::from_micros(20);
+
+impl CudaBackend {
+    /// How long a wait for a run's end event polls before it sleeps: [`SPIN_BEFORE_BLOCK`]
+    /// under `GMPRT_CUDA_SYNC=auto`, else none (the context's flag and the event's decide how
+    /// `cuEventSynchronize` waits). Slots and the one-shot operations wait alike.
+    pub(crate) fn spin_before_block(&self) -> Duration {
+        if self.sync_mode() == SyncMode::Auto {
+            SPIN_BEFORE_BLOCK
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    /// Waits for a one-shot operation's end event as a slot waits for its run's (`wait`
+    /// with [`spin_before_block`](Self::spin_before_block)); the caller holds the utility
+    /// stream, whose context `with_util` bound to this thread.
+    pub(crate) fn wait_end(&self, ev: &CudaEvent) -> Result<(), OffloadError> {
+        wait(ev, self.spin_before_block())
+    }
+}
 
 /// Waits for `ev`: polls it (`cuEventQuery`) for up to `spin`, then `cuEventSynchronize`. The
 /// caller has bound the context to this thread.
