@@ -309,6 +309,7 @@ fn residency_name(r: Residency) -> &'static str {
     match r {
         Residency::Host => "host-resident (GPU pays H2D + D2H)",
         Residency::Device => "device-resident (no transfers)",
+        Residency::Pageable => "in pageable host memory (GPU pays pageable H2D + D2H)",
     }
 }
 
@@ -544,6 +545,7 @@ fn plot(
         let who = match r {
             Residency::Host => "GPU with transfers (host-resident)",
             Residency::Device => "GPU without transfers (device-resident)",
+            Residency::Pageable => "GPU with pageable transfers",
         };
         let text = match c {
             Crossover::At { n } => format!("{who}: wins from n* = {} {unit}", size(*n)),
@@ -643,7 +645,7 @@ fn plot(
     for (i, (r, c)) in cross.iter().enumerate() {
         let Crossover::At { n: star } = c else { continue };
         let (color, who) = match r {
-            Residency::Host => (host_color, "with transfers"),
+            Residency::Host | Residency::Pageable => (host_color, "with transfers"),
             Residency::Device => (dev_color, "data on device"),
         };
         chart.draw_series(DashedLineSeries::new(

@@ -183,7 +183,7 @@ fn recorded_host_fits_predict_their_own_samples() {
     assert!(sx.device.slope > 2.0 * first.slope, "{:?}", sx.device);
     let m = CostModel::new(p.clone());
     for k in ["black_scholes", "saxpy", "sgemm", "monte_carlo"] {
-        for r in [Residency::Host, Residency::Device] {
+        for r in [Residency::Host, Residency::Device, Residency::Pageable] {
             eprintln!("recorded host crossover {k} {r:?}: {:?}", m.crossover(k, r).unwrap());
         }
     }
@@ -660,6 +660,12 @@ fn verify_runs_both_sides_and_names_each_phase() {
         }
         // The kernel and the whole run take time on both sides.
         assert!(checks[1].measured > 0.0 && checks[3].measured > 0.0 && checks[4].measured > 0.0, "{k}");
+        // Priced the way the path copies: a slot's pinned staging, or the caller's pageable
+        // memory for the one-shot SGEMM and Monte Carlo calls.
+        let residency =
+            if matches!(k, "sgemm" | "monte_carlo") { Residency::Pageable } else { Residency::Host };
+        let b = model.predict(k, n as f64, residency, 0.0).unwrap();
+        assert_eq!((checks[0].predicted, checks[2].predicted), (b.h2d, b.d2h), "{k}");
     }
     let e = verify(&d, &model, "fft", 8, 1).unwrap_err().to_string();
     assert!(e.contains("no kernel `fft`"), "{e}");

@@ -4,8 +4,11 @@
 //! Each side runs the way the model prices it: the device side as a Batcher's slot runs a
 //! host-resident batch (one slot made first, its staging filled once, then all three phases
 //! per run: H2D, kernel and D2H each timed, and the whole run's wall time against the model's
-//! GPU total), SGEMM through `Device::sgemm`, Monte Carlo through
-//! `Device::option_paths_sum`; the CPU side as a program calls it ([`CpuKernels::time`]: from
+//! GPU total; priced [`Residency::Host`], pinned copies), SGEMM through `Device::sgemm` and
+//! Monte Carlo through `Device::option_paths_sum`, which copy from and to the caller's own
+//! memory (priced [`Residency::Pageable`]: on the H100, 2026-11-27, the pinned price put
+//! SGEMM's copies at a quarter of what they took and Monte Carlo's 16-byte read-back at 3 µs
+//! against 14); the CPU side as a program calls it ([`CpuKernels::time`]: from
 //! outside the runtime, Ps parked, operands evicted) on the profile's largest P count. Every
 //! figure is the median of `reps` runs after one warm-up run.
 //!
@@ -113,7 +116,8 @@ fn fmt_secs(s: f64) -> String {
 
 /// Runs `kernel` (`black_scholes`, `saxpy`, `sgemm`, `monte_carlo`) at size `n` (items; the
 /// matrix side for SGEMM; paths) on `device` and on the CPU, and returns each phase predicted
-/// by `model` (host-resident data) against measured: H2D, kernel, D2H, GPU total, then the CPU
+/// by `model` (data on the host, pinned or pageable as the path copies it: module doc) against
+/// measured: H2D, kernel, D2H, GPU total, then the CPU
 /// on the profile's largest P count. Blocks the calling thread, which must not be a runtime's
 /// M. Errors: an unknown kernel, a size the device cannot run, or a model without the kernel.
 pub fn verify(
@@ -123,7 +127,13 @@ pub fn verify(
     n: usize,
     reps: usize,
 ) -> Result<Vec<PhaseCheck>, OffloadError> {
-    let b = model.predict(kernel, n as f64, Residency::Host, 0.0)?;
+    // The one-shot SGEMM and Monte Carlo calls copy the caller's pageable memory (module doc).
+    let residency = if kernel.starts_with("sgemm") || kernel == "monte_carlo" {
+        Residency::Pageable
+    } else {
+        Residency::Host
+    };
+    let b = model.predict(kernel, n as f64, residency, 0.0)?;
     let reps = reps.max(1) | 1;
     let contract = mc_contract();
     let mut run: Box<dyn FnMut() -> Result<(crate::PhaseTimes, Duration), OffloadError>> = match kernel {

@@ -2,8 +2,9 @@
 //!
 //! # One batch (latency)
 //!
-//! GPU end to end = queue wait + launch overhead + H2D (pinned fit, 0 when resident) + kernel
-//! (device fit at the work of n) + D2H (pinned fit, 0 when resident). CPU = the CPU fit of
+//! GPU end to end = queue wait + launch overhead + H2D (pinned fit, the pageable fit for
+//! [`Residency::Pageable`], 0 when resident) + kernel (device fit at the work of n) + D2H
+//! (likewise). CPU = the CPU fit of
 //! each P count. The crossover comes from the same fits (one to four regimes each): the
 //! asymptotes say whether the GPU can ever win, and one search — a geometric grid, then
 //! bisection — finds n* for every kernel (see [`CostModel::crossover`]).
@@ -56,10 +57,26 @@ use crate::error::OffloadError;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Residency {
-    /// On the host: the GPU path pays H2D and D2H.
+    /// On the host, staged in page-locked memory (a Batcher's or a slot's staging): the GPU
+    /// path pays H2D and D2H at the pinned rate.
     Host,
     /// Already on the device (e.g. re-pricing a book under shocked vols): no transfers.
     Device,
+    /// On the host in the caller's own pageable memory, copied from and to it directly (the
+    /// one-shot `Device::sgemm` and `Device::option_paths_sum`): the GPU path pays H2D and D2H
+    /// at the profile's pageable rate, which the driver stages through its own buffers.
+    ///
+    /// ```
+    /// use gmprt_offload::model::{CostModel, DeviceProfile, Residency};
+    /// let m = CostModel::new(DeviceProfile::published_h100());
+    /// let pinned = m.predict("sgemm", 1024.0, Residency::Host, 0.0).unwrap();
+    /// let pageable = m.predict("sgemm", 1024.0, Residency::Pageable, 0.0).unwrap();
+    /// // The same kernel; the copies at half the bandwidth (the published pageable fit), the
+    /// // same 10 µs per copy.
+    /// assert_eq!(pageable.kernel_time, pinned.kernel_time);
+    /// assert!(pageable.h2d > 1.8 * pinned.h2d && pageable.d2h > 1.8 * pinned.d2h);
+    /// ```
+    Pageable,
 }
 
 /// Which side the model picks, and by how much.
@@ -554,6 +571,7 @@ impl CostModel {
         let res = match b.residency {
             Residency::Host => "inputs on the host",
             Residency::Device => "data already on the device",
+            Residency::Pageable => "inputs in pageable host memory",
         };
         let mut out = format!(
             "{} n = {} ({res}): GPU {} = launch {} + H2D {} + kernel {} + D2H {} + queue {}; {dom} dominates ({share:.0}%).\n",
@@ -618,6 +636,10 @@ impl CostModel {
                 copy(&self.profile.h2d.pinned, k.size.in_bytes(n)),
                 copy(&self.profile.d2h.pinned, k.size.out_bytes(n)),
             ),
+            Residency::Pageable => (
+                copy(&self.profile.h2d.pageable, k.size.in_bytes(n)),
+                copy(&self.profile.d2h.pageable, k.size.out_bytes(n)),
+            ),
         };
         (self.profile.launch_overhead(), h2d, k.device.eval(k.size.work(n)), d2h)
     }
@@ -649,6 +671,7 @@ impl CostModel {
                 let p = &self.profile;
                 let transfer_slope = match residency {
                     Residency::Host => in_bytes * p.h2d.pinned.slope + out_bytes * p.d2h.pinned.slope,
+                    Residency::Pageable => in_bytes * p.h2d.pageable.slope + out_bytes * p.d2h.pageable.slope,
                     Residency::Device => 0.0,
                 };
                 let s_g = transfer_slope + k.device.slope;
