@@ -364,9 +364,12 @@ impl Processor {
     /// runnext" in the module doc).
     pub(crate) fn steal_work(&mut self, shared: &Shared) -> Option<Notified> {
         // Go's stealTries: a few rounds, because a victim's queue may refill while we look.
-        // Under loom 2 (one plain round, one that also looks at runnext): more rounds add
-        // states, not behaviours the protocol depends on.
-        const STEAL_TRIES: usize = if crate::loom::LOOM { 2 } else { 4 };
+        // Under loom 1: the last round does all an earlier one does (the idle skip, the queue)
+        // and then looks at runnext, so more rounds add states (each read a step the models
+        // explore), not behaviours the protocol depends on: a queue that refills after the
+        // pass is found by the idle path's last look. Two rounds, with the idle skip's read,
+        // made loom_netpoll's longest model 909 s (it was ~400).
+        const STEAL_TRIES: usize = if crate::loom::LOOM { 1 } else { 4 };
         let n = shared.procs();
         if n == 1 {
             return None;
@@ -391,7 +394,8 @@ impl Processor {
                 // shows IDLE while it holds work is between Ms (a hand-off, or the moment before
                 // a blocking call marks it SYSCALL), and the M it goes to runs that work. The idle
                 // path's last look (`any_work_visible`) does not skip, so no wake-up is lost.
-                if vp.status.load(Relaxed) == P_IDLE {
+                let status = vp.status.load(Relaxed);
+                if status == P_IDLE {
                     continue;
                 }
                 if let Some(t) = self.steal_queue(shared, victim) {
@@ -400,8 +404,12 @@ impl Processor {
                 if !last {
                     continue;
                 }
-                // Relaxed: the status only chooses whether to wait; the CAS below decides.
-                match vp.status.load(Relaxed) {
+                // The status read above (one read per visit: each atomic access is a step every
+                // loom model of a steal pass explores). It only chooses whether to wait; the
+                // CAS below decides. A status that changed since (a blocking call begun or
+                // ended) is the race any read of it has: it changes only whether this pass
+                // backs off before its CAS.
+                match status {
                     // Its M runs that task as soon as its poll returns: wait first (below).
                     P_RUNNING => {
                         let cur = vp.runnext.load(Relaxed);
