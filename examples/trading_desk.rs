@@ -598,14 +598,29 @@ const SWEEP_SECONDS: f64 = 1.0;
 /// where a step's 2,000 ticks take 4 s): a slower machine still gets a rate, not a blank.
 const SWEEP_HALVINGS: u32 = 3;
 
+/// The sweep's search for one placement, from the outcomes so far (`held`, in the order run:
+/// whether each rate kept p99 tick -> risk within the budget): the next rate to run, or `None`
+/// when the search is over. Up by doubling from `start` while each rate holds (at most
+/// [`SWEEP_STEPS`] rates); when `start` itself misses, down by halving until one holds (at most
+/// [`SWEEP_HALVINGS`]), then stop: the rate above that one was already missed.
+fn sweep_next(start: f64, held: &[bool]) -> Option<f64> {
+    let (&first, &last) = (held.first()?, held.last()?);
+    let n = held.len() as u32;
+    if first {
+        (last && n < SWEEP_STEPS).then(|| start * f64::from(1u32 << n))
+    } else {
+        (!last && n <= SWEEP_HALVINGS).then(|| start / f64::from(1u32 << n))
+    }
+}
+
 fn sweep(rt: &Runtime, desk: &Desk) -> Sweep {
     let budget = desk.args.budget_us as u64;
     let mut steps = Vec::new();
     let mut best = Vec::new();
     for placement in [Placement::Cpu, Placement::Gpu, Placement::Auto] {
         let mut top = 0.0;
-        let mut rate = desk.args.rate.max(1) as f64;
-        let (mut doublings, mut halvings) = (0, 0);
+        let start = desk.args.rate.max(1) as f64;
+        let (mut rate, mut held) = (start, Vec::new());
         loop {
             let ticks = ((rate * SWEEP_SECONDS) as u64).max(2000);
             let r = desk.run(rt, placement, rate, ticks, false).unwrap_or_else(|e| fail(NAME, e));
@@ -629,19 +644,10 @@ fn sweep(rt: &Runtime, desk: &Desk) -> Sweep {
             if sustained {
                 top = rate;
             }
-            // Up by doubling from the start while each rate holds (at most SWEEP_STEPS);
-            // below it by halving until one holds (at most SWEEP_HALVINGS), then stop: the
-            // rate above that one was already missed.
-            let up = sustained && halvings == 0 && doublings + 1 < SWEEP_STEPS;
-            let down = !sustained && top == 0.0 && halvings < SWEEP_HALVINGS;
-            if up {
-                rate *= 2.0;
-                doublings += 1;
-            } else if down {
-                rate /= 2.0;
-                halvings += 1;
-            } else {
-                break;
+            held.push(sustained);
+            match sweep_next(start, &held) {
+                Some(next) => rate = next,
+                None => break,
             }
         }
         best.push((placement, top));
@@ -688,6 +694,28 @@ mod tests {
     #[test]
     fn command_line_contract() {
         common::testing::cli_contract::<Args>(NAME);
+    }
+
+    #[test]
+    fn the_sweep_doubles_while_rates_hold_and_halves_below_a_missed_start() {
+        let rates = |held: &[bool]| -> Vec<f64> {
+            (1..=held.len()).map_while(|k| sweep_next(4000.0, &held[..k])).collect()
+        };
+        // Every rate holds: 4,000 then 7 doublings (SWEEP_STEPS rates in all), then stop.
+        let all = [true; 8];
+        assert_eq!(rates(&all), [8e3, 16e3, 32e3, 64e3, 128e3, 256e3, 512e3]);
+        assert_eq!(sweep_next(4000.0, &all), None);
+        // Up until a miss, then stop.
+        assert_eq!(rates(&[true, true, false]), [8e3, 16e3]);
+        assert_eq!(sweep_next(4000.0, &[true, true, false]), None);
+        // The start misses: halve until one holds, then stop.
+        assert_eq!(rates(&[false, false, true]), [2e3, 1e3]);
+        assert_eq!(sweep_next(4000.0, &[false, false, true]), None);
+        // Nothing holds: the start and SWEEP_HALVINGS halvings, then stop.
+        let none = [false; 4];
+        assert_eq!(rates(&none), [2e3, 1e3, 500.0]);
+        assert_eq!(sweep_next(4000.0, &none), None);
+        assert_eq!(sweep_next(4000.0, &[]), None);
     }
 
     #[test]
