@@ -167,8 +167,8 @@ pub trait Slot: Send {
     /// backend; 500 adjacent segments go up as one copy, not 500 driver calls); the rest of
     /// the device-side input keeps what earlier uploads left there. For data that stays on the
     /// device between runs: upload it all once (a run with `h2d`), then per run only what
-    /// changed, and run with `h2d: false`. Returns the copies' time. A range past the slot's input is an error naming it, and nothing is
-    /// copied.
+    /// changed, and run with `h2d: false`. Returns the copies' time. A range past the slot's
+    /// input is an error naming it, and nothing is copied.
     ///
     /// ```
     /// use gmprt_offload::{Device, Phases, Saxpy};

@@ -10,11 +10,10 @@
 //! off, see `cuda`'s docs). On an error after work was enqueued the stream is synchronised
 //! before returning.
 use super::launch::{config, gemm_f32, grid_size, BLOCK_SIZE};
-use super::{driver_err, phase_times, CudaBackend, SyncMode};
+use super::{driver_err, phase_times, CudaBackend};
 use crate::backend::Phases;
 use crate::error::OffloadError;
 use crate::PhaseTimes;
-use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream, PushKernelArg};
 use gmprt_kernels::black_scholes::{Contract, OptionKind};
 use gmprt_kernels::cuda::{FN_OPTION_PATHS, FN_OPTION_PATHS_BATCH, FN_PI_HITS, MONTE_CARLO};
@@ -42,19 +41,7 @@ impl CudaBackend {
         };
         let mut events = self.inner.util_events.lock();
         if events.is_none() {
-            let ev =
-                |flags| self.inner.ctx.new_event(Some(flags)).map_err(|e| driver_err("cuEventCreate", e));
-            *events = Some([
-                ev(CUevent_flags::CU_EVENT_DEFAULT)?,
-                ev(CUevent_flags::CU_EVENT_DEFAULT)?,
-                ev(CUevent_flags::CU_EVENT_DEFAULT)?,
-                // As a slot's end event (`slot.rs`): the driver sleeps in blocking and auto
-                // modes (auto polls first: `wait_end`), spins in spin mode.
-                ev(match self.sync_mode() {
-                    SyncMode::Spin => CUevent_flags::CU_EVENT_DEFAULT,
-                    SyncMode::Blocking | SyncMode::Auto => CUevent_flags::CU_EVENT_BLOCKING_SYNC,
-                })?,
-            ]);
+            *events = Some(self.phase_events()?);
         }
         let events = events.as_ref().expect("created above");
         let out = f(&stream, events);

@@ -92,12 +92,6 @@ pub struct CudaSlot {
 unsafe impl Send for CudaSlot {}
 
 impl CudaSlot {
-    /// How long a wait for this slot's last event polls before it sleeps (the backend's
-    /// [`spin_before_block`](CudaBackend::spin_before_block)).
-    fn spin(&self) -> Duration {
-        self.backend.spin_before_block()
-    }
-
     /// A slot on `backend` whose buffers hold `in_words` input and `out_words` output words.
     ///
     /// Warm-up (so that no run's event span contains a first-use cost): every embedded
@@ -168,19 +162,7 @@ impl CudaSlot {
             stream.alloc_zeros::<u32>(cap_in).map_err(|e| driver_err("cuMemAllocAsync(input)", e))?;
         let dev_out =
             stream.alloc_zeros::<u32>(cap_out).map_err(|e| driver_err("cuMemAllocAsync(output)", e))?;
-        let timing = |flags| ctx.new_event(Some(flags)).map_err(|e| driver_err("cuEventCreate", e));
-        let events = [
-            timing(CUevent_flags::CU_EVENT_DEFAULT)?,
-            timing(CUevent_flags::CU_EVENT_DEFAULT)?,
-            timing(CUevent_flags::CU_EVENT_DEFAULT)?,
-            // The wait follows the sync mode (`super::sync`): blocking (and auto) sleep in
-            // the driver; spin leaves it to the context's spin flag. Blocking sync keeps
-            // timing enabled (only DISABLE_TIMING turns it off).
-            timing(match backend.sync_mode() {
-                SyncMode::Spin => CUevent_flags::CU_EVENT_DEFAULT,
-                SyncMode::Blocking | SyncMode::Auto => CUevent_flags::CU_EVENT_BLOCKING_SYNC,
-            })?,
-        ];
+        let events = backend.phase_events()?;
         // The allocations and memsets are stream-ordered: finish them so the slot starts idle.
         stream.synchronize().map_err(|e| driver_err("cuStreamSynchronize", e))?;
         // Last fallible step (nothing to undo after it): this stream's cuBLAS handle, when
@@ -347,9 +329,9 @@ impl Slot for CudaSlot {
             .into());
         }
         self.backend.context().bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
-        let spin = self.spin();
-        let done =
-            self.enqueue(job, n, in_words, out_words, phases).and_then(|()| wait(&self.events[3], spin));
+        let done = self
+            .enqueue(job, n, in_words, out_words, phases)
+            .and_then(|()| self.backend.wait_end(&self.events[3]));
         if let Err(e) = done {
             // Part of the run may be queued: let it finish before the caller touches the
             // staging buffers again (its own error, if any, is the one already reported).
@@ -383,8 +365,7 @@ impl Slot for CudaSlot {
         // The same wait as `run`'s: an upload of a few KB is done within the spin, and a
         // blocking wait would add its sleep and wake-up (~18 µs more on the H100,
         // benches/results/h100-2026-11-27) to every resident batch's two round trips.
-        let spin = self.spin();
-        let done = enqueue(self).and_then(|()| wait(&self.events[3], spin));
+        let done = enqueue(self).and_then(|()| self.backend.wait_end(&self.events[3]));
         if let Err(e) = done {
             let _ = self.stream.synchronize();
             return Err(e);
@@ -401,22 +382,32 @@ impl Slot for CudaSlot {
 pub const SPIN_BEFORE_BLOCK: Duration = Duration::from_micros(20);
 
 impl CudaBackend {
-    /// How long a wait for a run's end event polls before it sleeps: [`SPIN_BEFORE_BLOCK`]
-    /// under `GMPRT_CUDA_SYNC=auto`, else none (the context's flag and the event's decide how
-    /// `cuEventSynchronize` waits). Slots and the one-shot operations wait alike.
-    pub(crate) fn spin_before_block(&self) -> Duration {
-        if self.sync_mode() == SyncMode::Auto {
-            SPIN_BEFORE_BLOCK
-        } else {
-            Duration::ZERO
-        }
+    /// The four phase events of a slot or of the utility stream (H2D start, kernel start,
+    /// D2H start, end), on this backend's context. The end event's flags follow the sync mode
+    /// (`super::sync`): blocking (and auto) sleep in the driver; spin leaves it to the
+    /// context's spin flag. Blocking sync keeps timing enabled (only DISABLE_TIMING turns it
+    /// off).
+    pub(crate) fn phase_events(&self) -> Result<[CudaEvent; 4], OffloadError> {
+        let timing =
+            |flags| self.inner.ctx.new_event(Some(flags)).map_err(|e| driver_err("cuEventCreate", e));
+        Ok([
+            timing(CUevent_flags::CU_EVENT_DEFAULT)?,
+            timing(CUevent_flags::CU_EVENT_DEFAULT)?,
+            timing(CUevent_flags::CU_EVENT_DEFAULT)?,
+            timing(match self.sync_mode() {
+                SyncMode::Spin => CUevent_flags::CU_EVENT_DEFAULT,
+                SyncMode::Blocking | SyncMode::Auto => CUevent_flags::CU_EVENT_BLOCKING_SYNC,
+            })?,
+        ])
     }
 
-    /// Waits for a one-shot operation's end event as a slot waits for its run's (`wait`
-    /// with [`spin_before_block`](Self::spin_before_block)); the caller holds the utility
-    /// stream, whose context `with_util` bound to this thread.
+    /// Waits for a run's end event (a slot's, or a one-shot operation's on the utility
+    /// stream): polls it for up to [`SPIN_BEFORE_BLOCK`] under `GMPRT_CUDA_SYNC=auto` (else
+    /// not at all: the context's flag and the event's decide how `cuEventSynchronize` waits),
+    /// then sleeps on it. The caller has bound the context to this thread.
     pub(crate) fn wait_end(&self, ev: &CudaEvent) -> Result<(), OffloadError> {
-        wait(ev, self.spin_before_block())
+        let spin = if self.sync_mode() == SyncMode::Auto { SPIN_BEFORE_BLOCK } else { Duration::ZERO };
+        wait(ev, spin)
     }
 }
 

@@ -358,10 +358,9 @@ impl Processor {
 
     /// Steals work from other Ps (Go's `stealWork`): 4 rounds over the victims in a random
     /// order (random start, coprime stride), skipping idle Ps (Go's `idlepMask`); each visit
-    /// (a steal attempt) takes half the victim's queue (at most
-    /// `STEAL_BATCH_MAX`); the last round also looks at each victim's `runnext`. A running
-    /// P's `runnext` is taken only after one back-off for the whole pass (see "Stealing
-    /// runnext" in the module doc).
+    /// (a steal attempt) takes half the victim's queue (at most `STEAL_BATCH_MAX`); the last
+    /// round also looks at each victim's `runnext`. A running P's `runnext` is taken only after
+    /// one back-off for the whole pass (see "Stealing runnext" in the module doc).
     pub(crate) fn steal_work(&mut self, shared: &Shared) -> Option<Notified> {
         // Go's stealTries: a few rounds, because a victim's queue may refill while we look.
         // Under loom 1: the last round does all an earlier one does (the idle skip, the queue)
