@@ -171,4 +171,15 @@ pub trait CudaJob: Job {
     fn prepare_cuda(&self, _ctx: &mut LaunchCtx<'_>, _n: usize) -> Result<(), OffloadError> {
         Ok(())
     }
+
+    /// Whether the launch reads each input word at most once and writes each output word at
+    /// most once, with plain loads and stores (no atomics, no re-reads): then a small run may
+    /// hand the launch the slot's pinned host buffers themselves, mapped into the device's
+    /// address space, instead of device copies of them, and skip both copies (see
+    /// [`MAPPED_IO_MAX_BYTES`](crate::cuda::MAPPED_IO_MAX_BYTES)). Each access then crosses
+    /// PCIe, which only pays while the copies' fixed cost dominates. Default: `false` (a GEMM
+    /// reads each input word many times).
+    fn streams_io(&self) -> bool {
+        false
+    }
 }

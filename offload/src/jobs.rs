@@ -95,6 +95,11 @@ impl CudaJob for BlackScholes {
     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
         cuda::launch_black_scholes(ctx, n)
     }
+
+    /// One read of each input word and one write of each output word per contract (item).
+    fn streams_io(&self) -> bool {
+        true
+    }
 }
 
 impl BatchKernel for BlackScholes {
@@ -187,6 +192,11 @@ impl Job for Saxpy {
 impl CudaJob for Saxpy {
     fn launch_cuda(&self, ctx: &mut LaunchCtx<'_>, n: usize) -> Result<(), OffloadError> {
         cuda::launch_saxpy(ctx, n, self.a)
+    }
+
+    /// One read of each input word (x, y) and one write of each output word per item.
+    fn streams_io(&self) -> bool {
+        true
     }
 }
 

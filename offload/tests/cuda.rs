@@ -41,7 +41,7 @@ use gmprt_kernels::cuda::{CudaSource, ALL, CALIB, FN_COPY, FN_EMPTY};
 use gmprt_kernels::segmented;
 use gmprt_offload::backend::{Backend, Job, Phases};
 use gmprt_offload::cuda::{self, nvrtc, CudaBackend, CudaJob, LaunchCtx};
-use gmprt_offload::jobs::{BlackScholesBySegment, BlackScholesSelected};
+use gmprt_offload::jobs::{BlackScholes, BlackScholesBySegment, BlackScholesSelected, Saxpy};
 use gmprt_offload::OffloadError;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::process::{Command, ExitCode};
@@ -181,6 +181,10 @@ fn main() -> ExitCode {
         gpu_test("sgemm_tf32_and_bf16_within_their_tolerance", sgemm_tf32_and_bf16_within_their_tolerance),
         gpu_test("sgemm_batched_on_a_slot_matches_cpu", sgemm_batched_on_a_slot_matches_cpu),
         gpu_test("slot_resident_runs_time_each_phase_alone", slot_resident_runs_time_each_phase_alone),
+        gpu_test(
+            "small_runs_map_their_io_and_agree_with_copies",
+            small_runs_map_their_io_and_agree_with_copies,
+        ),
         gpu_test("slot_errors_leave_it_usable", slot_errors_leave_it_usable),
         gpu_test("two_slots_on_two_threads_stay_independent", two_slots_on_two_threads_stay_independent),
         gpu_test("calibration_kernels_run", calibration_kernels_run),
@@ -889,6 +893,60 @@ fn slot_resident_runs_time_each_phase_alone(b: &CudaBackend) {
     let down =
         slot.run(&BsJob, n, n * IN_WORDS, n * OUT_WORDS, Phases { h2d: false, kernel: false, d2h: true });
     assert!(down.expect("download").kernel.is_zero());
+    assert_eq!(slot.staging_out(), &want[..]);
+}
+
+/// A small run of a job that streams its I/O (the library's `BlackScholes`, `Saxpy`) skips
+/// both copies: the kernel works on the mapped staging (zero H2D and D2H time), and its output
+/// equals, bit for bit, the same kernel's with copies (the test jobs, which do not opt in). Past
+/// `MAPPED_IO_MAX_BYTES` the same job copies again. The slot stays usable both ways.
+fn small_runs_map_their_io_and_agree_with_copies(b: &CudaBackend) {
+    let ok = |t: &gmprt_offload::PhaseTimes, mapped: bool| {
+        assert!(!t.kernel.is_zero(), "{t:?}");
+        assert_eq!(t.h2d.is_zero() && t.d2h.is_zero(), mapped, "mapped {mapped}: {t:?}");
+    };
+    // Black-Scholes: 6 input and 6 output words per contract.
+    let small = 64;
+    let big = cuda::MAPPED_IO_MAX_BYTES / (4 * (IN_WORDS + OUT_WORDS)) + 1;
+    let mut slot = b.new_slot(big * IN_WORDS, big * OUT_WORDS).expect("slot");
+    for (n, mapped) in [(small, true), (big, false), (small, true)] {
+        let chain = black_scholes::synthetic_chain(n, 5 + n as u64);
+        let (iw, ow) = (n * IN_WORDS, n * OUT_WORDS);
+        black_scholes::stage_words(&chain, slot.staging_in());
+        let copied = slot.run(&BsJob, n, iw, ow, Phases::ALL).expect("copied run");
+        ok(&copied, false);
+        let want = slot.staging_out()[..ow].to_vec();
+        // Another chain's results in the output staging, so a run that wrote nothing fails.
+        black_scholes::stage_words(&black_scholes::synthetic_chain(n, 99), slot.staging_in());
+        slot.run(&BsJob, n, iw, ow, Phases::ALL).expect("other chain");
+        assert_ne!(&slot.staging_out()[..ow], &want[..]);
+        black_scholes::stage_words(&chain, slot.staging_in());
+        let t = slot.run(&BlackScholes, n, iw, ow, Phases::ALL).expect("library job");
+        ok(&t, mapped);
+        assert_eq!(&slot.staging_out()[..ow], &want[..], "n = {n}, mapped {mapped}");
+        println!("black_scholes n={n}: copies {copied:?}, library job {t:?}");
+    }
+    // Resident phases never map: the kernel alone reads the device copy.
+    let k = slot.run(
+        &BlackScholes,
+        small,
+        small * IN_WORDS,
+        small * OUT_WORDS,
+        Phases { h2d: false, kernel: true, d2h: false },
+    );
+    assert!(k.expect("kernel only").h2d.is_zero());
+    // SAXPY: x then y in, one word out per item.
+    let n = 1000;
+    let mut slot = b.new_slot(2 * n, n).expect("slot");
+    let words: Vec<u32> = (0..2 * n).map(|i| det(i as u64, 9).to_bits()).collect();
+    slot.staging_in().copy_from_slice(&words);
+    slot.run(&SaxpyJob(1.5), n, 2 * n, n, Phases::ALL).expect("copied saxpy");
+    let want = slot.staging_out().to_vec();
+    slot.run(&SaxpyJob(-2.0), n, 2 * n, n, Phases::ALL).expect("other saxpy");
+    assert_ne!(slot.staging_out(), &want[..]);
+    slot.staging_in().copy_from_slice(&words);
+    let t = slot.run(&Saxpy { a: 1.5 }, n, 2 * n, n, Phases::ALL).expect("mapped saxpy");
+    ok(&t, true);
     assert_eq!(slot.staging_out(), &want[..]);
 }
 

@@ -65,7 +65,7 @@ pub use launch::{
 pub use libs::{loaded_libraries, LoadedLib};
 pub use measure::LaunchCosts;
 use modules::Loaded;
-pub use slot::{CudaSlot, SPIN_BEFORE_BLOCK};
+pub use slot::{CudaSlot, MAPPED_IO_MAX_BYTES, SPIN_BEFORE_BLOCK};
 pub use sync::{SyncMode, SYNC_ENV};
 
 /// First-use costs of a [`CudaBackend`], paid once per process and device, outside every

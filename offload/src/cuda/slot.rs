@@ -12,6 +12,16 @@
 //! checker keeps them apart). The device buffers are only ever touched on this stream, so
 //! stream order protects them (event tracking is off for the backend; see `cuda`'s docs).
 //!
+//! **Mapped I/O.** A small run — all three phases, input and output together at most
+//! [`MAPPED_IO_MAX_BYTES`], of a job that [streams its I/O](CudaJob::streams_io) — skips both
+//! copies: the launch is handed the pinned staging buffers themselves, through their device
+//! addresses (`cuMemHostGetDevicePointer`; both are allocated `CU_MEMHOSTALLOC_DEVICEMAP`), so
+//! the kernel reads its input and writes its output across PCIe. The events are recorded as
+//! always, so such a run reports zero H2D and D2H time and the bytes' crossing inside its
+//! kernel time. The guarantee above is unchanged: the kernel is the last reader of the input
+//! staging and the last writer of the output staging, and `run` waits for it. A slot whose
+//! buffers the driver will not map (`mapped` is `None`) copies every run.
+//!
 //! Buffers: the input staging is pinned *write-combined* memory (`CU_MEMHOSTALLOC_WRITECOMBINED`):
 //! host writes bypass the caches and stream over PCIe faster, but host *reads* of it are
 //! uncached and very slow — fill it, do not read it back. The output staging is ordinary
@@ -34,7 +44,9 @@ use super::{driver_err, phase_times, CudaBackend, CudaJob, LaunchCtx, SyncMode};
 use crate::backend::{Phases, Slot};
 use crate::error::OffloadError;
 use crate::PhaseTimes;
-use cudarc::driver::sys::{CUevent_flags, CU_MEMHOSTALLOC_WRITECOMBINED};
+use cudarc::driver::sys::{
+    self, CUevent_flags, CUresult, CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_WRITECOMBINED,
+};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
 use gmprt_kernels::KernelError;
 use std::sync::Arc;
@@ -84,6 +96,28 @@ pub struct CudaSlot {
     out_words: usize,
     /// Boundaries: before H2D, before the kernel, before D2H, after D2H.
     events: [CudaEvent; 4],
+    /// `pinned_in` and `pinned_out` seen from the device (mapped I/O, see the module docs), or
+    /// `None` where the driver would not map them. They do not own the memory: `Drop` leaks
+    /// them before `pinned_*` free it.
+    mapped: Option<(CudaSlice<u32>, CudaSlice<u32>)>,
+}
+
+/// The largest run, input plus output bytes, that uses mapped I/O (see the module docs): 64 KiB.
+/// A pinned copy costs a fixed ~3–5 µs before its bytes move (the H100 profile's fits:
+/// intercepts 4.8 µs H2D and 3.0 µs D2H, slopes ~52 GB/s, `offload/profiles/h100-measured-2026-11-27.json`),
+/// as long as its slope takes for ~150–250 KB. Mapped reads and writes have no fixed cost but
+/// cross PCIe per access, at a lower rate than the copy engines'; a quarter of the break-even
+/// keeps a mapped run's transfers well under the two copies' fixed costs it saves.
+pub const MAPPED_IO_MAX_BYTES: usize = 64 << 10;
+
+/// The device address of pinned host memory at `host` (allocated with
+/// `CU_MEMHOSTALLOC_DEVICEMAP` in the bound context), or `None` if the driver does not give one.
+fn device_address(host: *mut u32) -> Option<sys::CUdeviceptr> {
+    let mut dptr: sys::CUdeviceptr = 0;
+    // SAFETY: `host` is the start of a live `cuMemHostAlloc` allocation of the context bound
+    // to this thread; the call only writes `dptr`.
+    let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, host.cast(), 0) };
+    (r == CUresult::CUDA_SUCCESS && dptr != 0).then_some(dptr)
 }
 
 // SAFETY: the raw pointers point into `pinned_in` / `pinned_out`, which this value owns and
@@ -141,14 +175,16 @@ impl CudaSlot {
                 "slot of {in_words} input / {out_words} output words is too large"
             )));
         }
+        // DEVICEMAP: the device may address them too (mapped I/O, see the module docs).
+        let flags_in = CU_MEMHOSTALLOC_WRITECOMBINED | CU_MEMHOSTALLOC_DEVICEMAP;
         // SAFETY: the memory is uninitialised when returned; it is zeroed below before any
         // slice of it is formed.
-        let mut pinned_in =
-            unsafe { ctx.alloc_pinned_with_flags::<u32>(cap_in, CU_MEMHOSTALLOC_WRITECOMBINED) }
-                .map_err(|e| driver_err("cuMemHostAlloc(WRITECOMBINED)", e))?;
-        // SAFETY: as above (flags 0: ordinary page-locked memory).
-        let mut pinned_out = unsafe { ctx.alloc_pinned_with_flags::<u32>(cap_out, 0) }
-            .map_err(|e| driver_err("cuMemHostAlloc", e))?;
+        let mut pinned_in = unsafe { ctx.alloc_pinned_with_flags::<u32>(cap_in, flags_in) }
+            .map_err(|e| driver_err("cuMemHostAlloc(WRITECOMBINED | DEVICEMAP)", e))?;
+        // SAFETY: as above (ordinary page-locked memory, mapped).
+        let mut pinned_out =
+            unsafe { ctx.alloc_pinned_with_flags::<u32>(cap_out, CU_MEMHOSTALLOC_DEVICEMAP) }
+                .map_err(|e| driver_err("cuMemHostAlloc(DEVICEMAP)", e))?;
         // `as_mut_ptr` waits on the buffer's event, never recorded yet: returns at once.
         let in_ptr = pinned_in.as_mut_ptr().map_err(|e| driver_err("cuEventSynchronize", e))?;
         let out_ptr = pinned_out.as_mut_ptr().map_err(|e| driver_err("cuEventSynchronize", e))?;
@@ -163,6 +199,18 @@ impl CudaSlot {
         let dev_out =
             stream.alloc_zeros::<u32>(cap_out).map_err(|e| driver_err("cuMemAllocAsync(output)", e))?;
         let events = backend.phase_events()?;
+        let mapped = match (device_address(in_ptr), device_address(out_ptr)) {
+            // SAFETY: each address is the device view of a pinned allocation of `cap_*` u32s
+            // that this slot owns; the slices never free it (`Drop` leaks them first), and
+            // event tracking is off for the backend, so they record nothing of their own.
+            (Some(i), Some(o)) => unsafe {
+                Some((
+                    stream.upgrade_device_ptr::<u32>(i, cap_in),
+                    stream.upgrade_device_ptr::<u32>(o, cap_out),
+                ))
+            },
+            _ => None,
+        };
         // The allocations and memsets are stream-ordered: finish them so the slot starts idle.
         stream.synchronize().map_err(|e| driver_err("cuStreamSynchronize", e))?;
         // Last fallible step (nothing to undo after it): this stream's cuBLAS handle, when
@@ -182,6 +230,7 @@ impl CudaSlot {
             in_words,
             out_words,
             events,
+            mapped,
         })
     }
 
@@ -237,14 +286,24 @@ impl CudaSlot {
     }
 
     /// What a job's launch (and its untimed preparation) gets: this slot's stream and the first
-    /// `in_words` / `out_words` of its device buffers.
-    fn launch_ctx(&mut self, in_words: usize, out_words: usize) -> LaunchCtx<'_> {
-        LaunchCtx {
-            stream: &self.stream,
-            input: self.dev_in.slice(..in_words),
-            output: self.dev_out.slice_mut(..out_words),
-            backend: &self.backend,
-        }
+    /// `in_words` / `out_words` of its device buffers, or of its mapped staging when `mapped`
+    /// (the caller checked that the slot has it).
+    fn launch_ctx(&mut self, in_words: usize, out_words: usize, mapped: bool) -> LaunchCtx<'_> {
+        debug_assert!(!mapped || self.mapped.is_some());
+        let (input, output) = match &mut self.mapped {
+            Some((i, o)) if mapped => (i.slice(..in_words), o.slice_mut(..out_words)),
+            _ => (self.dev_in.slice(..in_words), self.dev_out.slice_mut(..out_words)),
+        };
+        LaunchCtx { stream: &self.stream, input, output, backend: &self.backend }
+    }
+
+    /// Whether a run uses mapped I/O (see the module docs): all three phases, a job that
+    /// streams its I/O, at most [`MAPPED_IO_MAX_BYTES`] in and out, and buffers the driver maps.
+    fn maps_io(&self, job: &dyn CudaJob, in_words: usize, out_words: usize, phases: Phases) -> bool {
+        phases == Phases::ALL
+            && self.mapped.is_some()
+            && (in_words + out_words).saturating_mul(4) <= MAPPED_IO_MAX_BYTES
+            && job.streams_io()
     }
 
     /// Enqueues the selected phases with their boundary events; does not wait.
@@ -258,12 +317,13 @@ impl CudaSlot {
     ) -> Result<(), OffloadError> {
         let record =
             |ev: &CudaEvent, s: &CudaStream| ev.record(s).map_err(|e| driver_err("cuEventRecord", e));
+        let mapped = self.maps_io(job, in_words, out_words, phases);
         if phases.kernel {
             // Before the first event: a first launch's host work is not a phase (CudaJob::prepare_cuda).
-            job.prepare_cuda(&mut self.launch_ctx(in_words, out_words), n)?;
+            job.prepare_cuda(&mut self.launch_ctx(in_words, out_words, mapped), n)?;
         }
         record(&self.events[0], &self.stream)?;
-        if phases.h2d && in_words > 0 {
+        if phases.h2d && in_words > 0 && !mapped {
             // SAFETY: `in_ptr` is valid for `pinned_in.len() >= in_words` initialised words
             // (checked by `run`); `&mut self` excludes any other access until `run` returns,
             // and `run` waits for this copy before returning.
@@ -273,10 +333,10 @@ impl CudaSlot {
         }
         record(&self.events[1], &self.stream)?;
         if phases.kernel {
-            job.launch_cuda(&mut self.launch_ctx(in_words, out_words), n)?;
+            job.launch_cuda(&mut self.launch_ctx(in_words, out_words, mapped), n)?;
         }
         record(&self.events[2], &self.stream)?;
-        if phases.d2h && out_words > 0 {
+        if phases.d2h && out_words > 0 && !mapped {
             // SAFETY: `out_ptr` is valid for `pinned_out.len() >= out_words` words (checked by
             // `run`); no shared borrow of it can exist while `&mut self` is held, and `run`
             // waits for this copy before handing out `staging_out` again.
@@ -440,5 +500,9 @@ impl Drop for CudaSlot {
         let key = self.stream.cu_stream() as usize;
         let blas = self.backend.inner.blas.lock().remove(&key);
         drop(blas);
+        // The mapped views do not own their memory (`pinned_*` do, freed after this).
+        if let Some((i, o)) = self.mapped.take() {
+            let _ = (i.leak(), o.leak());
+        }
     }
 }
