@@ -16,7 +16,10 @@
 //! [`MAPPED_IO_MAX_BYTES`], of a job that [streams its I/O](CudaJob::streams_io) — skips both
 //! copies: the launch is handed the pinned staging buffers themselves, through their device
 //! addresses (`cuMemHostGetDevicePointer`; both are allocated `CU_MEMHOSTALLOC_DEVICEMAP`), so
-//! the kernel reads its input and writes its output across PCIe. The events are recorded as
+//! the kernel reads its input and writes its output across PCIe. With unified addressing (every
+//! 64-bit process) all pinned host memory is mapped into every context and the device address
+//! is the host address (the driver API's *Unified Addressing* section); the explicit flag and
+//! the lookup keep the slot correct where it is not, and a failed lookup turns mapping off. The events are recorded as
 //! always, so such a run reports zero H2D and D2H time and the bytes' crossing inside its
 //! kernel time. The guarantee above is unchanged: the kernel is the last reader of the input
 //! staging and the last writer of the output staging, and `run` waits for it. A slot whose
