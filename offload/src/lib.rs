@@ -49,6 +49,7 @@ pub mod job;
 pub mod jobs;
 pub mod model;
 pub mod pool;
+mod segments;
 pub mod sim;
 pub mod timeline;
 mod upload;

@@ -205,7 +205,7 @@ impl<K: BatchKernel> Batcher<K> {
                     )),
                     e => e,
                 })?;
-                kits.push(worker::Kit {
+                kits.push(run::Kit {
                     index: kits.len(),
                     device: d,
                     model: model.clone(),

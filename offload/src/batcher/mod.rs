@@ -348,7 +348,7 @@ struct Shared<K: BatchKernel> {
     slots_run_on_caller: bool,
     /// The free kits (slot + buffers; the `worker` module): a leaf lock, taken only under
     /// `central`.
-    kits: Mutex<Vec<worker::Kit<K>>>,
+    kits: Mutex<Vec<run::Kit<K>>>,
     /// Per device, what it ran (`Batcher::shares`).
     shares: Box<[spread::ShareCounters]>,
     /// How many kits there are: `in_flight` per device (shutdown retires them once all are

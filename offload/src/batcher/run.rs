@@ -3,7 +3,6 @@
 //! scatter of results to the waiting futures with the batch's timeline.
 use super::placement;
 use super::trace::Marks;
-use super::worker::Kit;
 use super::{BatchKernel, Out, Placement, Results, Shared, Taken};
 use crate::backend::{Phases, Slot};
 use crate::device::panic_message;
@@ -351,6 +350,29 @@ fn run_on_ps<K: BatchKernel>(
         outs.extend(res?);
     }
     Ok((outs, crate::PhaseTimes { kernel: kernel_time, ..Default::default() }))
+}
+
+/// What running one batch needs besides the batch (the `worker` module's doc, "Kits").
+pub(super) struct Kit<K: BatchKernel> {
+    /// The slot's index (its timelines' `slot`, its latency histogram).
+    pub(super) index: usize,
+    /// Its device's index in `Shared::devices`.
+    pub(super) device: usize,
+    /// Its device's model when the Batcher spreads over several (`Placement::Auto` prices
+    /// with it); `None`: `config.model`.
+    pub(super) model: Option<std::sync::Arc<crate::model::CostModel>>,
+    pub(super) slot: Box<dyn Slot>,
+    /// The empty item `Vec` (capacity `max_batch`) the lanes' items are moved into.
+    pub(super) spare: Vec<K::Item>,
+    /// Host buffers of CPU-placed batches run where the kit runs (allocated at the first one).
+    pub(super) cpu: CpuBuffers,
+    /// Its trace lanes for inline runs (tracing only; made at the first one).
+    pub(super) inline_trace: Option<super::trace::SlotTrace>,
+    /// The batch's price on this device when the spread chose it (set at the close).
+    pub(super) price: Option<super::spread::Price>,
+    /// How much longer than `price` the batch ran on the device (set by the run, taken back
+    /// to the spread when the kit comes home).
+    pub(super) late: Option<std::time::Duration>,
 }
 
 /// The worker thread's own input and output words for CPU-placed batches when the Batcher

@@ -14,9 +14,9 @@
 //! CUDA slot's stream wait and a simulated slot's pacing would block the M). A kit goes back
 //! under `central`; whoever returns it from an inline run notifies the workers, one of which
 //! may be waiting for it with a batch ready to close.
+use super::run::Kit;
 use super::Central;
-use super::{run, trace, Shared, Taken};
-use crate::backend::Slot;
+use super::{trace, Shared, Taken};
 use crate::jobs::BatchKernel;
 use crate::timeline::CloseReason;
 use parking_lot::MutexGuard;
@@ -39,29 +39,6 @@ thread_local! {
     /// inline: a shutdown called there does not wait for workers (see "Shutdown waits for the
     /// workers" in the module docs).
     static ON_SLOT_WORKER: Cell<bool> = const { Cell::new(false) };
-}
-
-/// What running one batch needs besides the batch (module doc, "Kits").
-pub(super) struct Kit<K: BatchKernel> {
-    /// The slot's index (its timelines' `slot`, its latency histogram).
-    pub(super) index: usize,
-    /// Its device's index in `Shared::devices`.
-    pub(super) device: usize,
-    /// Its device's model when the Batcher spreads over several (`Placement::Auto` prices
-    /// with it); `None`: `config.model`.
-    pub(super) model: Option<std::sync::Arc<crate::model::CostModel>>,
-    pub(super) slot: Box<dyn Slot>,
-    /// The empty item `Vec` (capacity `max_batch`) the lanes' items are moved into.
-    pub(super) spare: Vec<K::Item>,
-    /// Host buffers of CPU-placed batches run where the kit runs (allocated at the first one).
-    pub(super) cpu: run::CpuBuffers,
-    /// Its trace lanes for inline runs (tracing only; made at the first one).
-    pub(super) inline_trace: Option<trace::SlotTrace>,
-    /// The batch's price on this device when the spread chose it (set at the close).
-    pub(super) price: Option<super::spread::Price>,
-    /// How much longer than `price` the batch ran on the device (set by the run, taken back
-    /// to the spread when the kit comes home).
-    pub(super) late: Option<std::time::Duration>,
 }
 
 impl<K: BatchKernel> Shared<K> {

@@ -197,7 +197,7 @@ pub fn launch_black_scholes_by_segment(
     n: usize,
     segments: usize,
 ) -> Result<(), OffloadError> {
-    let job = crate::jobs::BlackScholesBySegment { segments };
+    let job = crate::segments::BlackScholesBySegment { segments };
     need("device input words (black_scholes_by_segment)", 1, job.in_words(n), ctx.input.len())?;
     need("device output words (black_scholes_by_segment)", 1, job.out_words(n), ctx.output.len())?;
     let sum_words = job.sum_words();
@@ -245,7 +245,7 @@ pub fn launch_black_scholes_selected(
     segments: usize,
     selected: usize,
 ) -> Result<(), OffloadError> {
-    let job = crate::jobs::BlackScholesSelected { segments, selected };
+    let job = crate::segments::BlackScholesSelected { segments, selected };
     need("device input words (black_scholes_selected)", 1, job.in_words(n), ctx.input.len())?;
     need("device output words (black_scholes_selected)", 1, job.out_words(), ctx.output.len())?;
     if selected == 0 || n == 0 {
