@@ -4,7 +4,8 @@
 //! doc of `chan` — see "The protocol".
 
 use super::error::{TryRecvError, TrySendError};
-use super::select::{Claim, HeldLocks, SelToken};
+use super::select::HeldLocks;
+use super::token::{Claim, SelToken};
 use super::waitq::{Slots, Status, WaitQueue, Wakes, NIL};
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::AtomicUsize;

@@ -106,6 +106,7 @@ mod hchan;
 mod macros;
 mod ops;
 mod select;
+mod token;
 mod waitq;
 
 pub use error::{SendError, TryRecvError, TrySendError};

@@ -40,8 +40,8 @@
 //! A select with a `default` arm never waits, so its `recv` arm on a closed channel answers
 //! `None` at once even then (Go's non-blocking receive; `Op::nonblocking`).
 
+use super::token::SelToken;
 use super::waitq::Wakes;
-use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 use crate::loom::sync::{Mutex, MutexGuard};
 use std::cell::Cell;
 use std::future::Future;
@@ -55,59 +55,6 @@ pub const DEFAULT: usize = usize::MAX;
 
 /// At most this many arms in one `select!` (Go allows 65536; a macro needs a limit).
 pub const MAX_ARMS: usize = 64;
-
-// Token states. `CLAIMED + k`: arm `k` was completed by a counterpart (or by `close`).
-const POLLING: usize = 0;
-const WAITING: usize = 1;
-const CLAIMED: usize = 2;
-
-/// Shared by all the waiters of one select (Go's `g.selectDone`).
-pub(crate) struct SelToken {
-    state: AtomicUsize,
-}
-
-/// What a counterpart found when it tried to take a select's waiter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Claim {
-    /// Won: complete this slot; the select will report its arm.
-    Won,
-    /// The select is polling: leave the slot alone and queued.
-    Busy,
-    /// Another arm already won: the slot is dead.
-    Gone,
-}
-
-impl SelToken {
-    fn new() -> Self {
-        SelToken { state: AtomicUsize::new(POLLING) }
-    }
-
-    /// Called by a counterpart holding the lock of the channel where the slot of `arm` is
-    /// queued. AcqRel: pairs with the owner's `set_waiting` (release) and `begin_poll`
-    /// (acquire); the data itself (slot, buffer) is ordered by the channel lock.
-    pub(crate) fn try_claim(&self, arm: usize) -> Claim {
-        match self.state.compare_exchange(WAITING, CLAIMED + arm, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => Claim::Won,
-            Err(POLLING) => Claim::Busy,
-            Err(_) => Claim::Gone,
-        }
-    }
-
-    /// The owner takes the token back before touching its waiters: `Err(k)` if arm `k` was
-    /// claimed meanwhile.
-    fn begin_poll(&self) -> Result<(), usize> {
-        match self.state.compare_exchange(WAITING, POLLING, Ordering::Acquire, Ordering::Acquire) {
-            // POLLING: a poll of ours unwound (a future arm panicked); it is ours anyway.
-            Ok(_) | Err(POLLING) => Ok(()),
-            Err(s) => Err(s - CLAIMED),
-        }
-    }
-
-    /// The owner, holding every lock its waiters are queued under, lets counterparts in.
-    fn set_waiting(&self) {
-        self.state.store(WAITING, Ordering::Release);
-    }
-}
 
 // One declaration per invocation: the loom facade's `thread_local!` strips `const { .. }`
 // from a single declaration only.
@@ -124,7 +71,7 @@ fn new_token() -> Arc<SelToken> {
     let spare = if crate::loom::LOOM { None } else { SPARE_TOKEN.with(|s| s.take()) };
     match spare {
         Some(t) => {
-            t.state.store(POLLING, Ordering::Relaxed);
+            t.reset();
             t
         }
         None => Arc::new(SelToken::new()),

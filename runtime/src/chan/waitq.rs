@@ -16,7 +16,7 @@
 //! waker, dropping a waker or a value — happens there: [`Wakes`] carries wakers out of the
 //! critical section, and values are returned to the caller.
 
-use super::select::SelToken;
+use super::token::SelToken;
 use std::sync::Arc;
 use std::task::Waker;
 
