@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Second device call of the 2026-11-27 evening session (H100 machine): mapped I/O for small
-# slot runs (commit 62572e2) against main's binaries (5e9735e, devbin/base.tar.xz), same call.
+# Prepared in the 2026-11-27 evening session for the next GPU visit (not run: no machine was
+# lent again): mapped I/O for small slot runs (62572e2) against main's binaries before it
+# (5e9735e, devbin/base.tar.xz: option_screener, bench-offload, trading_desk), and against the
+# same binary with GMPRT_CUDA_MAPPED_IO=off, all in one call.
 # usage: bash devbin/exp2.sh LIMIT
 set -u
 FINAL=$OUT; T0=$SECONDS; LIMIT=$1
@@ -29,6 +31,7 @@ step cuda-tests 40 env GMPRT_DEVICE=cuda GMPRT_REQUIRE_GPU=1 $B/test-offload-cud
 for r in 1 2 3; do
   step "way3-base-$r" 20 env GMPRT_DEVICE=cuda $O/option_screener --n 1e6 --per-launch-cap 20000 --ways 3
   step "way3-new-$r" 20 env GMPRT_DEVICE=cuda $B/option_screener --n 1e6 --per-launch-cap 20000 --ways 3
+  step "way3-off-$r" 20 env GMPRT_DEVICE=cuda GMPRT_CUDA_MAPPED_IO=off $B/option_screener --n 1e6 --per-launch-cap 20000 --ways 3
 done
 step "way3-new-spin" 20 env GMPRT_DEVICE=cuda GMPRT_CUDA_SYNC=spin $B/option_screener --n 1e6 --per-launch-cap 20000 --ways 3
 step screener-all 40 env GMPRT_DEVICE=cuda $B/option_screener --n 1e6 --per-launch-cap 20000

@@ -128,6 +128,8 @@ impl CudaBackend {
     /// }
     /// ```
     pub fn with_sync(ordinal: usize, sync: SyncMode) -> Result<CudaBackend, OffloadError> {
+        // Read before the device is touched, like the sync mode: a bad value opens nothing.
+        let mapped_io = super::mapped_io_from_env()?;
         probe(ordinal).map_err(|reason| OffloadError::NoDevice { reason })?;
         let dev_ordinal = i32::try_from(ordinal)
             .map_err(|_| OffloadError::Config(format!("device ordinal {ordinal} is too large")))?;
@@ -179,6 +181,7 @@ impl CudaBackend {
                 util: Mutex::new(None),
                 util_events: Mutex::new(None),
                 sync,
+                mapped_io,
                 first_use: Mutex::new(FirstUse::default()),
             }),
         })
@@ -251,6 +254,27 @@ impl CudaBackend {
     /// ```
     pub fn driver_version(&self) -> i32 {
         self.inner.driver
+    }
+
+    /// Whether this backend's slots map the I/O of small runs (`GMPRT_CUDA_MAPPED_IO`, read at
+    /// creation; see [`CudaSlot`]'s "Mapped I/O").
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, the GPU part is skipped):
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::{mapped_io_from_env, CudaBackend};
+    /// use gmprt_offload::Backend;
+    ///
+    /// if let Ok(gpu) = CudaBackend::new(0) {
+    ///     assert_eq!(gpu.mapped_io(), mapped_io_from_env().unwrap());
+    ///     // The device line says which, so every figure taken on it does.
+    ///     assert!(gpu.describe().contains("mapped I/O "));
+    /// }
+    /// ```
+    pub fn mapped_io(&self) -> bool {
+        self.inner.mapped_io
     }
 
     /// The sync mode asked for at creation (`GMPRT_CUDA_SYNC`).

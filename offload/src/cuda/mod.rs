@@ -65,7 +65,7 @@ pub use launch::{
 pub use libs::{loaded_libraries, LoadedLib};
 pub use measure::LaunchCosts;
 use modules::Loaded;
-pub use slot::{CudaSlot, MAPPED_IO_MAX_BYTES, SPIN_BEFORE_BLOCK};
+pub use slot::{mapped_io_from_env, CudaSlot, MAPPED_IO_ENV, MAPPED_IO_MAX_BYTES, SPIN_BEFORE_BLOCK};
 pub use sync::{SyncMode, SYNC_ENV};
 
 /// First-use costs of a [`CudaBackend`], paid once per process and device, outside every
@@ -156,6 +156,8 @@ pub(crate) struct Inner {
     pub(crate) util_events: Mutex<Option<[cudarc::driver::CudaEvent; 4]>>,
     /// The sync mode asked for (the context's scheduling flag).
     pub(crate) sync: SyncMode,
+    /// Whether slots may map small runs' I/O (`GMPRT_CUDA_MAPPED_IO`, see `slot`).
+    pub(crate) mapped_io: bool,
     /// First-use costs so far.
     first_use: Mutex<FirstUse>,
 }
@@ -273,12 +275,13 @@ impl Backend for CudaBackend {
         let (major, minor) = self.inner.cc;
         let d = self.inner.driver;
         let mut line = format!(
-            "cuda:{} {} (sm_{major}{minor}, driver {}.{}, sync {}",
+            "cuda:{} {} (sm_{major}{minor}, driver {}.{}, sync {}, mapped I/O {}",
             self.inner.ordinal,
             self.inner.name,
             d / 1000,
             (d % 1000) / 10,
-            self.inner.sync
+            self.inner.sync,
+            if self.inner.mapped_io { "up to 64 KiB" } else { "off" }
         );
         for lib in loaded_libraries() {
             line.push_str(&format!("; {lib}"));

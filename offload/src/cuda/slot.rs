@@ -23,7 +23,9 @@
 //! always, so such a run reports zero H2D and D2H time and the bytes' crossing inside its
 //! kernel time. The guarantee above is unchanged: the kernel is the last reader of the input
 //! staging and the last writer of the output staging, and `run` waits for it. A slot whose
-//! buffers the driver will not map (`mapped` is `None`) copies every run.
+//! buffers the driver will not map (`mapped` is `None`) copies every run, and so does every slot
+//! of a backend opened with `GMPRT_CUDA_MAPPED_IO=off` ([`MAPPED_IO_ENV`]): a switch for a
+//! platform where reads across PCIe are slow, and for comparing both paths with one binary.
 //!
 //! Buffers: the input staging is pinned *write-combined* memory (`CU_MEMHOSTALLOC_WRITECOMBINED`):
 //! host writes bypass the caches and stream over PCIe faster, but host *reads* of it are
@@ -112,6 +114,41 @@ pub struct CudaSlot {
 /// cross PCIe per access, at a lower rate than the copy engines'; a quarter of the break-even
 /// keeps a mapped run's transfers well under the two copies' fixed costs it saves.
 pub const MAPPED_IO_MAX_BYTES: usize = 64 << 10;
+
+/// The environment variable that can turn mapped I/O off: `GMPRT_CUDA_MAPPED_IO`.
+pub const MAPPED_IO_ENV: &str = "GMPRT_CUDA_MAPPED_IO";
+
+/// Whether `GMPRT_CUDA_MAPPED_IO` allows mapped I/O: unset, empty, `on` or `1` allow it (the
+/// default), `off` or `0` turn it off (case and surrounding spaces ignored); anything else is
+/// `Err(Config)` naming the variable, the value and the accepted values. Read once per backend,
+/// at [`CudaBackend::new`].
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_offload::cuda::{mapped_io_from_env, MAPPED_IO_ENV};
+///
+/// std::env::remove_var(MAPPED_IO_ENV);
+/// assert!(mapped_io_from_env().unwrap());
+/// std::env::set_var(MAPPED_IO_ENV, " OFF ");
+/// assert!(!mapped_io_from_env().unwrap());
+/// std::env::set_var(MAPPED_IO_ENV, "sometimes");
+/// let e = mapped_io_from_env().unwrap_err().to_string();
+/// assert!(e.contains("GMPRT_CUDA_MAPPED_IO must be `on` or `off`") && e.contains("got `sometimes`"), "{e}");
+/// std::env::remove_var(MAPPED_IO_ENV);
+/// ```
+pub fn mapped_io_from_env() -> Result<bool, OffloadError> {
+    let got = match std::env::var(MAPPED_IO_ENV) {
+        Err(std::env::VarError::NotPresent) => return Ok(true),
+        Err(std::env::VarError::NotUnicode(v)) => format!("a non-UTF-8 value {v:?}"),
+        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "" | "on" | "1" => return Ok(true),
+            "off" | "0" => return Ok(false),
+            _ => format!("`{v}`"),
+        },
+    };
+    Err(OffloadError::Config(format!("{MAPPED_IO_ENV} must be `on` or `off` (unset means on); got {got}")))
+}
 
 /// The device address of pinned host memory at `host` (allocated with
 /// `CU_MEMHOSTALLOC_DEVICEMAP` in the bound context), or `None` if the driver does not give one.
@@ -202,7 +239,8 @@ impl CudaSlot {
         let dev_out =
             stream.alloc_zeros::<u32>(cap_out).map_err(|e| driver_err("cuMemAllocAsync(output)", e))?;
         let events = backend.phase_events()?;
-        let mapped = match (device_address(in_ptr), device_address(out_ptr)) {
+        let lookup = |p| if backend.mapped_io() { device_address(p) } else { None };
+        let mapped = match (lookup(in_ptr), lookup(out_ptr)) {
             // SAFETY: each address is the device view of a pinned allocation of `cap_*` u32s
             // that this slot owns; the slices never free it (`Drop` leaks them first), and
             // event tracking is off for the backend, so they record nothing of their own.
