@@ -37,7 +37,7 @@ declare -A EXPECT=(
   [0-env]="~10 s (8 s on the H200, 2026-11-27): nvidia-smi -q, lscpu, library paths, torch version"
   [1-correct]="~50 s (48 s on the H200, 2026-11-27): CUDA tests (GMPRT_REQUIRE_GPU=1) then every offload/kernels test binary"
   [2-calibrate]="~150-220 s (the calibration alone ran past 256 s on the H200 on 2026-11-27, before its series cap): PyTorch reference figures, explain --all --device cuda (calibration), explain --verify on that profile, ncu SpeedOfLight"
-  [3-screener]="~15 s (13 s on the H200, 2026-11-27): option_screener 1e6, monte_carlo_pi 1e9/1e8, matmul_ladder 4096, spread (every GPU; a simulated pair)"
+  [3-screener]="~15 s (13 s on the H200, 2026-11-27): option_screener 1e6 (and its way 3 with mapped I/O off), monte_carlo_pi 1e9/1e8, matmul_ladder 4096, spread (every GPU; a simulated pair)"
   [4-sched]="~100 s (79 s on the H100, 2026-11-27, before the echo step): scaling curve, cold and with memory warm (scripts/scaling.sh: gmprt, tokio, go at procs 1 2 4 8 16 + nproc, 3 rounds), --park at 16, amdahl 1..16, echo (benches/net.rs) at 16 procs against tokio"
   [5-bench]="~250-450 s (capped at 540; bench-scheduler alone 91 s on the H200, 2026-11-27): criterion benches scheduler + offload (BENCH_PROCS=16), the model bench"
   [6-desk]="~50 s (48 s on the H200, 2026-11-27): trading_desk at 5,000 ticks/s with cpu, gpu, auto, gpu --resident (1M contracts), then --sweep"
@@ -314,6 +314,11 @@ stage_3_screener() {
   step option_screener "$(pick 200 120 60)" "$BIN/option_screener" --n "$(pick 1e6 1e5 1e4)" \
     --per-launch-cap "$(pick 20000 5000 1000)"
   figures option_screener '^(way|[0-9][ab]?\. |all ways)' 10
+  # Way 3 again with mapped I/O off (GMPRT_CUDA_MAPPED_IO, the CUDA slot's small runs): the
+  # same binary's copy path beside the run above, so every visit records what mapping saves.
+  step way3-copies "$(pick 60 30 30)" env GMPRT_CUDA_MAPPED_IO=off "$BIN/option_screener" \
+    --n "$(pick 1e6 1e5 1e4)" --per-launch-cap "$(pick 20000 5000 1000)" --ways 3
+  figures way3-copies '^(3\. |    batch time)' 3
   step monte_carlo_pi "$(pick 150 120 60)" "$BIN/monte_carlo_pi" --samples "$(pick 1e9 1e7 1e6)" --paths "$(pick 1e8 1e6 1e5)"
   figures monte_carlo_pi '^(cpu:|device:|same stream|cpu − device)' 10
   step matmul_ladder "$(pick 240 120 60)" "$BIN/matmul_ladder" --n "$(pick 4096 256 128)" --naive-max "$(pick 512 128 64)"
