@@ -108,7 +108,9 @@ impl CudaBackend {
     }
 
     /// Opens device `ordinal` after [`probe`], its primary context set to `sync` (see
-    /// [`sync`]) before it is retained; never panics.
+    /// [`sync`]) before it is retained, mapped I/O as `GMPRT_CUDA_MAPPED_IO` says
+    /// ([`mapped_io`](Self::mapped_io); a bad value is `Err(Config)` before the device is
+    /// touched); never panics.
     ///
     /// # Examples
     ///

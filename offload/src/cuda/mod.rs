@@ -281,7 +281,11 @@ impl Backend for CudaBackend {
             d / 1000,
             (d % 1000) / 10,
             self.inner.sync,
-            if self.inner.mapped_io { "up to 64 KiB" } else { "off" }
+            if self.inner.mapped_io {
+                format!("up to {} KiB", MAPPED_IO_MAX_BYTES >> 10)
+            } else {
+                "off".into()
+            }
         );
         for lib in loaded_libraries() {
             line.push_str(&format!("; {lib}"));

@@ -19,11 +19,11 @@
 //! the kernel reads its input and writes its output across PCIe. With unified addressing (every
 //! 64-bit process) all pinned host memory is mapped into every context and the device address
 //! is the host address (the driver API's *Unified Addressing* section); the explicit flag and
-//! the lookup keep the slot correct where it is not, and a failed lookup turns mapping off. The events are recorded as
-//! always, so such a run reports zero H2D and D2H time and the bytes' crossing inside its
-//! kernel time. The guarantee above is unchanged: the kernel is the last reader of the input
-//! staging and the last writer of the output staging, and `run` waits for it. A slot whose
-//! buffers the driver will not map (`mapped` is `None`) copies every run, and so does every slot
+//! the lookup keep the slot correct where it is not. The events are recorded as always, so such
+//! a run reports zero H2D and D2H time and the bytes' crossing inside its kernel time. The
+//! guarantee above is unchanged: the kernel is the last reader of the input staging and the
+//! last writer of the output staging, and `run` waits for it. A slot whose buffers the driver
+//! will not map (`mapped` is `None`: a failed lookup) copies every run, and so does every slot
 //! of a backend opened with `GMPRT_CUDA_MAPPED_IO=off` ([`MAPPED_IO_ENV`]): a switch for a
 //! platform where reads across PCIe are slow, and for comparing both paths with one binary.
 //!
