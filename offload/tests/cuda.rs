@@ -912,15 +912,15 @@ fn small_runs_map_their_io_and_agree_with_copies(b: &CudaBackend) {
     for (n, mapped) in [(small, true), (big, false), (small, true)] {
         let chain = black_scholes::synthetic_chain(n, 5 + n as u64);
         let (iw, ow) = (n * IN_WORDS, n * OUT_WORDS);
-        black_scholes::stage_words(&chain, slot.staging_in());
+        black_scholes::stage_words(&chain, &mut slot.staging_in()[..iw]);
         let copied = slot.run(&BsJob, n, iw, ow, Phases::ALL).expect("copied run");
         ok(&copied, false);
         let want = slot.staging_out()[..ow].to_vec();
         // Another chain's results in the output staging, so a run that wrote nothing fails.
-        black_scholes::stage_words(&black_scholes::synthetic_chain(n, 99), slot.staging_in());
+        black_scholes::stage_words(&black_scholes::synthetic_chain(n, 99), &mut slot.staging_in()[..iw]);
         slot.run(&BsJob, n, iw, ow, Phases::ALL).expect("other chain");
         assert_ne!(&slot.staging_out()[..ow], &want[..]);
-        black_scholes::stage_words(&chain, slot.staging_in());
+        black_scholes::stage_words(&chain, &mut slot.staging_in()[..iw]);
         let t = slot.run(&BlackScholes, n, iw, ow, Phases::ALL).expect("library job");
         ok(&t, mapped);
         assert_eq!(&slot.staging_out()[..ow], &want[..], "n = {n}, mapped {mapped}");

@@ -339,32 +339,33 @@ impl crate::job::LaunchDevice for CudaBackend {
     }
 }
 
+/// The device time between two events recorded in that order on one stream, of which the
+/// caller has already waited on the later one.
+pub(crate) fn event_span(
+    a: &cudarc::driver::CudaEvent,
+    b: &cudarc::driver::CudaEvent,
+) -> Result<std::time::Duration, OffloadError> {
+    // SAFETY: both events are live, were recorded on one stream, and have completed (the
+    // caller waited on the last event recorded after them), which is all
+    // cuEventElapsedTime needs. (cudarc's `elapsed_ms` would synchronise both again.)
+    let ms = unsafe { cudarc::driver::result::event::elapsed(a.cu_event(), b.cu_event()) }
+        .map_err(|e| driver_err("cuEventElapsedTime", e))?;
+    // Events are recorded in order on one stream, so `ms >= 0`; guard anyway (a NaN or a
+    // negative value from a broken driver must not panic `from_secs_f64`).
+    Ok(if ms.is_finite() && ms > 0.0 {
+        std::time::Duration::from_secs_f64(f64::from(ms) / 1e3)
+    } else {
+        std::time::Duration::ZERO
+    })
+}
+
 /// `PhaseTimes` from four events recorded in order on one stream at the phase boundaries; the
-/// caller has already waited on the last one.
+/// caller has already waited on the last one. A phase not in `phases` is zero, unread.
 pub(crate) fn phase_times(
     ev: &[cudarc::driver::CudaEvent; 4],
     phases: crate::Phases,
 ) -> Result<PhaseTimes, OffloadError> {
-    let span = |a: &cudarc::driver::CudaEvent,
-                b: &cudarc::driver::CudaEvent,
-                on: bool|
-     -> Result<std::time::Duration, OffloadError> {
-        if !on {
-            return Ok(std::time::Duration::ZERO);
-        }
-        // SAFETY: both events are live, were recorded on one stream, and have completed (the
-        // caller waited on the last event recorded after them), which is all
-        // cuEventElapsedTime needs. (cudarc's `elapsed_ms` would synchronise both again.)
-        let ms = unsafe { cudarc::driver::result::event::elapsed(a.cu_event(), b.cu_event()) }
-            .map_err(|e| driver_err("cuEventElapsedTime", e))?;
-        // Events are recorded in order on one stream, so `ms >= 0`; guard anyway (a NaN or a
-        // negative value from a broken driver must not panic `from_secs_f64`).
-        Ok(if ms.is_finite() && ms > 0.0 {
-            std::time::Duration::from_secs_f64(f64::from(ms) / 1e3)
-        } else {
-            std::time::Duration::ZERO
-        })
-    };
+    let span = |a, b, on: bool| if on { event_span(a, b) } else { Ok(std::time::Duration::ZERO) };
     Ok(PhaseTimes {
         h2d: span(&ev[0], &ev[1], phases.h2d)?,
         kernel: span(&ev[1], &ev[2], phases.kernel)?,
