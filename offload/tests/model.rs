@@ -14,7 +14,7 @@
 use gmprt_offload::calibrate::{calibrate, CalibrateOptions, CpuKernels};
 use gmprt_offload::model::fit::MAX_REGIMES;
 use gmprt_offload::model::{
-    CostModel, Crossover, DeviceProfile, LinFit, ProfileSource, Residency, Sample, Size, Verdict,
+    CostModel, Crossover, DeviceProfile, LinFit, MappedFit, ProfileSource, Residency, Sample, Size, Verdict,
 };
 use gmprt_offload::Device;
 use proptest::prelude::*;
@@ -276,6 +276,36 @@ fn crossover_search_matches_the_closed_form_on_straight_fits() {
             c => panic!("{kernel} {res:?}: {c:?}, closed form {closed}"),
         }
     }
+}
+
+#[test]
+fn small_host_batches_are_priced_by_the_mapped_fit_and_larger_ones_copy() {
+    // SAXPY, 12 B per element: 5,461 elements fit in 64 KiB and map; one more copies.
+    let mut p = DeviceProfile::published_h100();
+    let plain = CostModel::new(p.clone());
+    let k = p.kernels.iter_mut().find(|k| k.name == "saxpy").unwrap();
+    let fit = LinFit::known(7e-6, 12.0 / 10e9); // 7 µs + 10 GB/s across PCIe
+    k.mapped = Some(MappedFit { max_bytes: 65536.0, fit: fit.clone(), samples: vec![] });
+    let m = CostModel::new(p);
+    for n in [1.0, 100.0, 5461.0] {
+        let b = m.predict("saxpy", n, Residency::Host, 0.0).unwrap();
+        assert!(b.mapped_io && b.h2d == 0.0 && b.d2h == 0.0, "{b:?}");
+        assert_eq!(b.kernel_time, fit.eval(n));
+        assert_eq!(b.gpu_total, b.launch + b.kernel_time);
+        assert!(m.explain(&b).contains("mapped I/O: no copies"), "{}", m.explain(&b));
+        let pipe = m.predict_pipeline("saxpy", n, 2, Residency::Host).unwrap();
+        assert_eq!((pipe.h2d, pipe.d2h, pipe.kernel_time), (0.0, 0.0, b.kernel_time));
+    }
+    // Past the window, and for data on the device or in pageable memory, the plain model.
+    for (n, res) in [(5462.0, Residency::Host), (100.0, Residency::Device), (100.0, Residency::Pageable)] {
+        let b = m.predict("saxpy", n, res, 0.0).unwrap();
+        assert!(!b.mapped_io, "{b:?}");
+        assert_eq!(b, plain.predict("saxpy", n, res, 0.0).unwrap());
+    }
+    // A profile's JSON keeps the fit; one without it (older, published) reads as None.
+    let back = DeviceProfile::from_json(&m.profile.to_json()).unwrap();
+    assert_eq!(back.kernel("saxpy").unwrap().mapped, m.profile.kernel("saxpy").unwrap().mapped);
+    assert!(DeviceProfile::published_h100().kernel("saxpy").unwrap().mapped.is_none());
 }
 
 #[test]

@@ -11,7 +11,7 @@ use crate::device::{Device, DeviceKind};
 use crate::error::OffloadError;
 use crate::job::Job;
 use crate::jobs::{BlackScholes, Saxpy};
-use crate::model::{KernelProfile, LinFit, Sample, Size, TransferProfile};
+use crate::model::{KernelProfile, LinFit, MappedFit, Sample, Size, TransferProfile};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use gmprt_kernels::black_scholes;
 use gmprt_kernels::cuda::{CALIB, FN_COPY};
@@ -301,6 +301,7 @@ fn kernel(name: &str, unit: &str, size: Size, samples: Vec<Sample>) -> KernelPro
         device_samples: samples,
         cpu: vec![],
         cpu_resident: vec![],
+        mapped: None,
     }
 }
 
@@ -357,6 +358,49 @@ fn slot_kernel(
     median(reps, || Ok(slot.run(job, n, iw, ow, KERNEL_ONLY)?.kernel))
 }
 
+/// Sizes of a mapped-I/O series: 1 item up to the most that map (`max`), ×4 steps, and
+/// `max` itself, so the fit spans the whole window the model prices with it.
+fn mapped_sizes(max: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = std::iter::successors(Some(1usize), |&n| Some(n * 4)).take_while(|&n| n < max).collect();
+    v.push(max.max(1));
+    v
+}
+
+/// The mapped-I/O fit of `job` on CUDA: whole runs (all three phases) of n items with
+/// `words` (in, out) words each, n up to the most whose bytes fit in
+/// [`MAPPED_IO_MAX_BYTES`](crate::cuda::MAPPED_IO_MAX_BYTES), each timed as the run reports
+/// it (a mapped run's one span is its kernel time), on a slot of its own. `stage(slot, n)`
+/// fills the input. `None` off CUDA, and when the slot did not map a run (`GMPRT_CUDA_MAPPED_IO=off`, buffers the
+/// driver would not map): such a run reports copy time, and the model then prices copies.
+fn mapped_fit(
+    device: &Device,
+    job: &dyn CudaJob,
+    words: (usize, usize),
+    reps: usize,
+    mut stage: impl FnMut(&mut dyn Slot, usize),
+) -> Result<Option<MappedFit>, OffloadError> {
+    if device.kind() != DeviceKind::Cuda {
+        return Ok(None);
+    }
+    let max_bytes = crate::cuda::MAPPED_IO_MAX_BYTES;
+    let max = max_bytes / (4 * (words.0 + words.1));
+    let mut slot = device.backend().new_slot(words.0 * max, words.1 * max)?;
+    let mut copied = false;
+    let samples = samples(
+        &mapped_sizes(max),
+        |n| n as f64,
+        |n| {
+            stage(&mut *slot, n);
+            median(reps, || {
+                let t = slot.run(job, n, words.0 * n, words.1 * n, Phases::ALL)?;
+                copied |= !(t.h2d.is_zero() && t.d2h.is_zero());
+                Ok(t.kernel)
+            })
+        },
+    )?;
+    Ok((!copied).then(|| MappedFit { max_bytes: max_bytes as f64, fit: LinFit::fit(&samples), samples }))
+}
+
 /// Device-time fits of the four kernels.
 pub(super) fn device_kernels(device: &Device, plan: &Plan) -> Result<Vec<KernelProfile>, OffloadError> {
     let reps = plan.reps;
@@ -373,6 +417,11 @@ pub(super) fn device_kernels(device: &Device, plan: &Plan) -> Result<Vec<KernelP
         },
     )?;
     drop(slot);
+    // 48 B per option: 6 words in and 6 out.
+    let small = black_scholes::synthetic_chain(crate::cuda::MAPPED_IO_MAX_BYTES / 48, 42);
+    let bs_mapped = mapped_fit(device, &BlackScholes, (6, 6), reps, |slot, n| {
+        black_scholes::stage_words(&small[..n], &mut slot.staging_in()[..6 * n]);
+    })?;
     // SAXPY: x then y in, a·x + y out.
     let nmax = plan.saxpy.iter().max().copied().unwrap_or(1);
     let mut slot = device.backend().new_slot(2 * nmax, nmax)?;
@@ -387,6 +436,9 @@ pub(super) fn device_kernels(device: &Device, plan: &Plan) -> Result<Vec<KernelP
         },
     )?;
     drop(slot);
+    let sx_mapped = mapped_fit(device, &Saxpy { a: 2.0 }, (2, 1), reps, |slot, n| {
+        slot.staging_in()[..2 * n].fill(1.0f32.to_bits());
+    })?;
     let mm = sgemm_series(device, plan, gmprt_kernels::precision::Precision::Fp32)?;
     // Monte Carlo: 4 paths per Philox block.
     let contract = mc_contract();
@@ -404,8 +456,8 @@ pub(super) fn device_kernels(device: &Device, plan: &Plan) -> Result<Vec<KernelP
         out_fixed: 0.0,
     };
     Ok(vec![
-        kernel("black_scholes", "options", bytes(6, 6), bs),
-        kernel("saxpy", "elements", bytes(2, 1), sx),
+        KernelProfile { mapped: bs_mapped, ..kernel("black_scholes", "options", bytes(6, 6), bs) },
+        KernelProfile { mapped: sx_mapped, ..kernel("saxpy", "elements", bytes(2, 1), sx) },
         kernel("sgemm", "N (matrix side)", Size::MatrixN, mm),
         kernel("monte_carlo", "paths", Size::Items { in_bytes: 0.0, out_bytes: 0.0, out_fixed: 16.0 }, mc),
     ])

@@ -29,6 +29,11 @@
 //!   `Device::sgemm` (x = 2N³ flops), Monte Carlo through `Device::option_paths_sum`
 //!   (x = paths = 4 per Philox block); on CUDA also SGEMM on the tensor cores,
 //!   `sgemm_tf32` and `sgemm_bf16` (`Device::sgemm_with`), whose CPU side is FP32's;
+//! * **mapped I/O** (CUDA): Black-Scholes and SAXPY as whole runs of 1 item up to the most
+//!   that fit in `cuda::MAPPED_IO_MAX_BYTES`, which a slot runs without copies (the kernel
+//!   reads and writes the pinned staging across PCIe) — each run's one span, the crossings
+//!   included, against n, into `KernelProfile::mapped`, which the cost model prices such
+//!   batches by; none when the slot copied (`GMPRT_CUDA_MAPPED_IO=off`);
 //! * **kernels on the CPU**: the same kernels on 1, 2, 4, … `max_procs` Ps of a fresh gmprt
 //!   [`Runtime`], split with `parallel_for` ([`CpuKernels`]; SGEMM: `sgemm_rows` per row
 //!   block), twice: *as called* — from a thread outside the runtime once its Ps have parked,

@@ -41,6 +41,7 @@
 //! timelines record the staging it measured). On the Host device the "engines" are the same
 //! CPU cores (and memory bandwidth) the slots share, so there the prediction is a GPU's
 //! shape, not the Host's: the model bench's pipeline table shows the gap.
+use super::fit::LinFit;
 use super::profile::{DeviceProfile, KernelProfile, Size};
 use crate::error::OffloadError;
 
@@ -137,10 +138,14 @@ pub struct Breakdown {
     pub launch: f64,
     /// Host → device copy (0 if resident).
     pub h2d: f64,
-    /// Kernel time on the device.
+    /// Kernel time on the device (with mapped I/O, the whole mapped run).
     pub kernel_time: f64,
     /// Device → host copy (0 if resident).
     pub d2h: f64,
+    /// Whether the batch is priced with mapped I/O ([`MappedFit`](super::MappedFit)): inputs
+    /// on the host, a kernel the profile has a mapped fit for, and few enough bytes; then
+    /// `h2d` and `d2h` are 0 and `kernel_time` includes the crossings.
+    pub mapped_io: bool,
     /// Sum of the GPU phases: one batch's latency (for the steady state of a stream of
     /// batches see [`CostModel::predict_pipeline`]).
     pub gpu_total: f64,
@@ -382,6 +387,7 @@ impl CostModel {
     ) -> Result<Breakdown, OffloadError> {
         let k = self.profile.kernel(kernel)?;
         let (launch, h2d, kernel_time, d2h) = self.gpu_phases(k, n, residency);
+        let mapped_io = self.maps_io(k, n, residency);
         let gpu_total = queue_wait + launch + h2d + kernel_time + d2h;
         let cpu: Vec<(usize, f64)> = k.cpu.iter().map(|c| (c.procs, c.fit.eval(k.size.work(n)))).collect();
         let best = cpu.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1));
@@ -399,6 +405,7 @@ impl CostModel {
             h2d,
             kernel_time,
             d2h,
+            mapped_io,
             gpu_total,
             cpu,
             verdict,
@@ -509,6 +516,12 @@ impl CostModel {
     /// [`GRID_RATIO`]) searched downward from a size where the GPU wins and keeps winning, and
     /// refined by bisection. n* is the next integer above it.
     ///
+    /// With a mapped fit ([`MappedFit`](super::MappedFit)), host-resident batches up to its
+    /// `max_bytes` are priced without copies, a step down in GPU time at small n. The search
+    /// walks down from large n and reports the crossover above every size where the GPU loses;
+    /// a window of small sizes where it wins only through mapped I/O, below sizes where it
+    /// loses, is not a crossover (the breakdown at such an n, `predict`, shows it).
+    ///
     /// ```
     /// use gmprt_offload::model::{CostModel, Crossover, DeviceProfile, Residency};
     /// let m = CostModel::new(DeviceProfile::published_h100());
@@ -573,6 +586,7 @@ impl CostModel {
             Residency::Device => "data already on the device",
             Residency::Pageable => "inputs in pageable host memory",
         };
+        let res = if b.mapped_io { format!("{res}, mapped I/O: no copies") } else { res.to_string() };
         let mut out = format!(
             "{} n = {} ({res}): GPU {} = launch {} + H2D {} + kernel {} + D2H {} + queue {}; {dom} dominates ({share:.0}%).\n",
             b.kernel,
@@ -628,8 +642,26 @@ impl CostModel {
         out
     }
 
-    /// (launch, h2d, kernel, d2h) seconds of one batch of `n`.
+    /// The mapped fit a batch of `n` with `residency` is priced by, if any: inputs on the host
+    /// (pinned staging: `Residency::Host`), a kernel with a measured mapped fit, and at most
+    /// its `max_bytes` in and out.
+    fn mapped_fit<'k>(&self, k: &'k KernelProfile, n: f64, residency: Residency) -> Option<&'k LinFit> {
+        let m = k.mapped.as_ref()?;
+        let bytes = k.size.in_bytes(n) + k.size.out_bytes(n);
+        (residency == Residency::Host && m.maps(bytes)).then_some(&m.fit)
+    }
+
+    /// Whether a batch of `n` of `k` is priced with mapped I/O.
+    fn maps_io(&self, k: &KernelProfile, n: f64, residency: Residency) -> bool {
+        self.mapped_fit(k, n, residency).is_some()
+    }
+
+    /// (launch, h2d, kernel, d2h) seconds of one batch of `n`. A mapped batch
+    /// ([`Breakdown::mapped_io`]) has no copies and its mapped fit as the kernel time.
     fn gpu_phases(&self, k: &KernelProfile, n: f64, residency: Residency) -> (f64, f64, f64, f64) {
+        if let Some(fit) = self.mapped_fit(k, n, residency) {
+            return (self.profile.launch_overhead(), 0.0, fit.eval(k.size.work(n)), 0.0);
+        }
         let (h2d, d2h) = match residency {
             Residency::Device => (0.0, 0.0),
             Residency::Host => (

@@ -276,6 +276,40 @@ pub struct KernelProfile {
     /// priced one); the cost model does not price it. Empty in older and published profiles.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpu_resident: Vec<CpuFit>,
+    /// Device time of a run with *mapped I/O* — no copies, the kernel reading and writing the
+    /// slot's pinned staging across PCIe (`cuda::CudaSlot`'s small runs of a job that streams
+    /// its I/O) — when the calibration measured one. `None` in Host, published and older
+    /// profiles, and for kernels whose runs always copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapped: Option<MappedFit>,
+}
+
+/// A kernel's runs with mapped I/O: their whole device span (launch latency, the crossings of
+/// input and output, the kernel) against work, and the largest run, input plus output bytes,
+/// that maps (`cuda::MAPPED_IO_MAX_BYTES` when measured). The cost model prices a batch with
+/// inputs on the host by this fit, with no H2D or D2H, when its bytes are within `max_bytes`.
+///
+/// ```
+/// use gmprt_offload::model::{LinFit, MappedFit};
+/// // 8 µs + 10 GB/s of crossings for 48 B per option.
+/// let m = MappedFit { max_bytes: 65536.0, fit: LinFit::known(8e-6, 48.0 / 10e9), samples: vec![] };
+/// assert!(m.maps(48.0 * 1365.0) && !m.maps(48.0 * 1366.0));
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MappedFit {
+    /// The largest run (input plus output bytes) that maps.
+    pub max_bytes: f64,
+    /// Device seconds of one mapped run against work (the kernel's x).
+    pub fit: LinFit,
+    /// Raw samples behind `fit`.
+    pub samples: Vec<Sample>,
+}
+
+impl MappedFit {
+    /// Whether a run of `bytes` (input plus output) maps its I/O.
+    pub fn maps(&self, bytes: f64) -> bool {
+        bytes <= self.max_bytes
+    }
 }
 
 /// Everything the cost model knows about one machine (device + its host CPU).
@@ -546,6 +580,7 @@ impl DeviceProfile {
     ///     device_samples: vec![],
     ///     cpu: vec![],
     ///     cpu_resident: vec![],
+    ///     mapped: None,
     /// });
     /// assert!((p.device_copy().unwrap().eval(3e9) - 1.002e-3).abs() < 1e-12); // 3 GB: 1.002 ms
     /// ```

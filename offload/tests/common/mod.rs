@@ -47,6 +47,7 @@ pub fn saxpy_profile(
             device_samples: vec![],
             cpu: vec![CpuFit { procs: 1, fit: LinFit::known(0.0, cpu_per_item), samples: vec![] }],
             cpu_resident: vec![],
+            mapped: None,
         }],
         cpu_timing: Default::default(),
         launch_round_trip: None,
