@@ -19,9 +19,10 @@
 //! directory (the README's plots are made with `--out docs/img` from the repository's root).
 //!
 //! Where the numbers come from (`--device`):
-//! * `simulated`, or the default when there is no GPU: the profile measured on the first GPU
-//!   run (one H200 with a 16-core Xeon, `offload/profiles/h200-measured-2026-11-26.json`, raw
-//!   output in `benches/results/h200-2026-11-26/`); the published H100/H200 profiles stay in
+//! * `simulated`, or the default when there is no GPU: the profile measured on one H200 with
+//!   a 16-core Xeon (`offload/profiles/h200-measured-2026-11-27.json`, raw output in
+//!   `benches/results/h200-2026-11-27b/`; the first run's, of 2026-11-26, with cache-resident
+//!   CPU fits, is beside it); the published H100/H200 profiles stay in
 //!   `offload/profiles/` (pass the path), and every line that quotes one says "published
 //!   figures, not measured";
 //! * `host`: measured now by `calibrate` on the Host stand-in device;
@@ -89,7 +90,7 @@ enum Source {
     Host,
     /// Calibrated now on CUDA device 0.
     Cuda,
-    /// The H200 profile measured on the first GPU run (`offload/profiles/h200-measured-2026-11-26.json`).
+    /// The H200 profile measured on 2026-11-27 (`offload/profiles/h200-measured-2026-11-27.json`).
     Simulated,
     /// A profile saved earlier as JSON.
     File(PathBuf),
@@ -221,7 +222,7 @@ fn profile(a: &Args) -> (DeviceProfile, Option<String>) {
                     DeviceProfile::measured_h200(),
                     Some(format!(
                         "no GPU to measure ({why}); using the profile measured on an H200 \
-                         (offload/profiles/h200-measured-2026-11-26.json)"
+                         (offload/profiles/h200-measured-2026-11-27.json)"
                     )),
                 )
             }
@@ -349,7 +350,12 @@ fn explain(model: &CostModel, k: &Kernel, n: usize, resident: bool, out: &Path) 
     let other = if resident { Residency::Host } else { Residency::Device };
     let b = model.predict(k.name, n as f64, chosen, 0.0).map_err(|e| e.to_string())?;
     println!();
-    println!("{}: n = {n} {unit}, {} [{t}]", k.flag, residency_name(chosen));
+    if b.mapped_io {
+        // Within the kernel's mapped fit: the slot skips both copies (cuda::MAPPED_IO_MAX_BYTES).
+        println!("{}: n = {n} {unit}, host-resident, mapped I/O (no copies: the kernel reads and writes pinned host memory) [{t}]", k.flag);
+    } else {
+        println!("{}: n = {n} {unit}, {} [{t}]", k.flag, residency_name(chosen));
+    }
     if k.flag == "sgemm" {
         let p = match k.name {
             "sgemm_tf32" => "TF32 (tensor cores; inputs rounded to 10 mantissa bits, FP32 sums)",

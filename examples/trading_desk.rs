@@ -270,7 +270,7 @@ fn choose_profile(a: &Args, device: &Device) -> Result<(DeviceProfile, String), 
     }
     Ok(match device.kind() {
         DeviceKind::Cuda => {
-            (DeviceProfile::measured_h200(), "the H200 measured on 2026-11-26 (built in)".into())
+            (DeviceProfile::measured_h200(), "the H200 measured on 2026-11-27 (built in)".into())
         }
         DeviceKind::Simulated => {
             let p = device.sim_backend().expect("a simulated device has its profile").profile().clone();

@@ -220,7 +220,7 @@ pub(crate) trait Pacer: Send + 'static {
     /// pacing); zero for the phases not run.
     fn targets(
         &self,
-        job: &dyn Job,
+        job: &dyn CudaJob,
         n: usize,
         in_words: usize,
         out_words: usize,
@@ -253,7 +253,7 @@ pub(crate) trait Pacer: Send + 'static {
 pub(crate) struct NoPacing;
 
 impl Pacer for NoPacing {
-    fn targets(&self, _: &dyn Job, _: usize, _: usize, _: usize, _: Phases) -> PhaseTimes {
+    fn targets(&self, _: &dyn CudaJob, _: usize, _: usize, _: usize, _: Phases) -> PhaseTimes {
         PhaseTimes::default()
     }
 

@@ -28,7 +28,13 @@
 //!   words (`2 · n · s³`, `s = √(out_words / n)`: exact for square items, an estimate
 //!   otherwise). A job the profile does not know is not paced: its kernel time is the measured
 //!   CPU time, and [`Backend::describe`] says so;
-//! * D2H: `profile.d2h.pinned.eval(4 · out_words)` seconds.
+//! * D2H: `profile.d2h.pinned.eval(4 · out_words)` seconds;
+//! * a run a CUDA slot would make with mapped I/O — all three phases, a job that
+//!   [streams its I/O](crate::cuda::CudaJob::streams_io), a profile kernel with a
+//!   [`MappedFit`](crate::model::MappedFit) and `4 · (in_words + out_words)` bytes within it —
+//!   is paced as one kernel phase of `profile.launch_overhead() + mapped.fit.eval(work)` and
+//!   no copies ([`SimBackend::mapped_time`]), as the cost model prices it (the copies' real
+//!   `memcpy`s still run, unpaced, so their phases report their few nanoseconds).
 //!
 //! # Engines
 //!
@@ -53,6 +59,7 @@
 //! [`Device`](crate::Device) bulk helpers that pace without a slot (`sgemm`,
 //! `option_paths_sum`, `pi_hits`) are not recorded.
 use crate::backend::{host_available, Backend, MemoryNeed, MemoryParts, PhaseTimes, Phases, Slot};
+use crate::cuda::CudaJob;
 use crate::error::OffloadError;
 use crate::host::{Engine, HostSlot, Pacer};
 use crate::job::Job;
@@ -267,6 +274,31 @@ impl SimBackend {
             .map(|k| duration(self.profile.launch_overhead() + k.device.eval(work)))
     }
 
+    /// Predicted time (the launch overhead included) of a whole run of `n` items of `job_name`
+    /// moving `bytes` in and out with mapped I/O: the profile kernel's
+    /// [`MappedFit`](crate::model::MappedFit), when it has one and `bytes` is within it;
+    /// `None` otherwise (the run is paced as copies and a kernel).
+    ///
+    /// ```
+    /// use gmprt_offload::model::{DeviceProfile, LinFit, MappedFit};
+    /// use gmprt_offload::SimBackend;
+    ///
+    /// let mut h100 = DeviceProfile::published_h100();
+    /// assert_eq!(SimBackend::new(h100.clone()).mapped_time("saxpy", 10, 120.0), None);
+    /// let fit = LinFit::known(7e-6, 1e-9);
+    /// let k = h100.kernels.iter_mut().find(|k| k.name == "saxpy").unwrap();
+    /// k.mapped = Some(MappedFit { max_bytes: 65536.0, fit, samples: vec![] });
+    /// let sim = SimBackend::new(h100.clone());
+    /// let t = sim.mapped_time("saxpy", 10, 120.0).unwrap();
+    /// assert!((t.as_secs_f64() - (h100.launch_overhead() + 7e-6 + 10e-9)).abs() < 1e-9, "{t:?}");
+    /// assert_eq!(sim.mapped_time("saxpy", 10_000, 120_000.0), None); // past 64 KiB: copies
+    /// ```
+    pub fn mapped_time(&self, job_name: &str, n: usize, bytes: f64) -> Option<Duration> {
+        let k = self.profile.job_kernel(job_name)?;
+        let m = k.mapped.as_ref().filter(|m| m.maps(bytes))?;
+        Some(duration(self.profile.launch_overhead() + m.fit.eval(k.size.work(n as f64))))
+    }
+
     /// Work units of a slot run of `job_name` over `n` items writing `out_words` words (see
     /// the module docs); `None` when the profile has no such kernel.
     ///
@@ -318,12 +350,17 @@ impl Backend for SimBackend {
 impl Pacer for SimBackend {
     fn targets(
         &self,
-        job: &dyn Job,
+        job: &dyn CudaJob,
         n: usize,
         in_words: usize,
         out_words: usize,
         phases: Phases,
     ) -> PhaseTimes {
+        if phases == Phases::ALL && job.streams_io() {
+            if let Some(kernel) = self.mapped_time(job.name(), n, 4.0 * (in_words + out_words) as f64) {
+                return PhaseTimes { kernel, ..PhaseTimes::default() };
+            }
+        }
         let mut target = PhaseTimes::default();
         if phases.h2d {
             target.h2d = self.h2d_time(4.0 * in_words as f64);

@@ -361,7 +361,8 @@ fn slot_kernel(
 /// Sizes of a mapped-I/O series: 1 item up to the most that map (`max`), ×4 steps, and
 /// `max` itself, so the fit spans the whole window the model prices with it.
 fn mapped_sizes(max: usize) -> Vec<usize> {
-    let mut v: Vec<usize> = std::iter::successors(Some(1usize), |&n| Some(n * 4)).take_while(|&n| n < max).collect();
+    let mut v: Vec<usize> =
+        std::iter::successors(Some(1usize), |&n| Some(n * 4)).take_while(|&n| n < max).collect();
     v.push(max.max(1));
     v
 }

@@ -26,6 +26,6 @@ pub use fit::{LinFit, Regime, Sample};
 pub use network::{ItemBytes, LinkSource, NetworkLink, PingPong, Scatter};
 pub(crate) use profile::duration;
 pub use profile::{
-    profile_kernel_name, sgemm_kernel_name, CpuFit, CpuTiming, DeviceProfile, KernelProfile, LaunchRoundTrip, MappedFit,
-    ProfileSource, Size, TransferProfile, DEVICE_COPY,
+    profile_kernel_name, sgemm_kernel_name, CpuFit, CpuTiming, DeviceProfile, KernelProfile, LaunchRoundTrip,
+    MappedFit, ProfileSource, Size, TransferProfile, DEVICE_COPY,
 };

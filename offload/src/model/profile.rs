@@ -90,10 +90,14 @@ pub enum ProfileSource {
 ///
 /// ```
 /// use gmprt_offload::model::{CpuTiming, DeviceProfile};
-/// // The H200 run calibrated before issue 27 asked for the as-called timing: its CPU fits are
-/// // cache-resident, and say so.
-/// assert_eq!(DeviceProfile::measured_h200().cpu_timing, CpuTiming::Resident);
+/// // The first H200 run, calibrated before issue 27 asked for the as-called timing: its CPU
+/// // fits are cache-resident, and say so.
+/// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/h200-measured-2026-11-26.json");
+/// let first = DeviceProfile::load(path.as_ref()).unwrap();
+/// assert_eq!(first.cpu_timing, CpuTiming::Resident);
 /// assert!(CpuTiming::Resident.describe().contains("cache-resident"));
+/// // The default (measured on the H200 on 2026-11-27) times them as called.
+/// assert_eq!(DeviceProfile::measured_h200().cpu_timing, CpuTiming::AsCalled);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -389,7 +393,7 @@ const H100_JSON: &str = include_str!("../../profiles/h100-sxm-published.json");
 const H200_JSON: &str = include_str!("../../profiles/h200-published.json");
 /// The H200 profile measured on the first GPU run (JSON, compiled in; raw output in
 /// `benches/results/h200-2026-11-26/`).
-const H200_MEASURED_JSON: &str = include_str!("../../profiles/h200-measured-2026-11-26.json");
+const H200_MEASURED_JSON: &str = include_str!("../../profiles/h200-measured-2026-11-27.json");
 
 impl DeviceProfile {
     /// What a launch costs beyond what the kernel fits already contain: `launch_sync −
@@ -512,23 +516,34 @@ impl DeviceProfile {
         DeviceProfile::from_json(H200_JSON).expect("offload/profiles/h200-published.json is valid")
     }
     /// The profile measured on one NVIDIA H200 with a 16-core Xeon (driver 580, CUDA 13.0;
-    /// `explain --all --device cuda --save-profile` at commit a91766a, 2026-11-26; raw output
-    /// in `benches/results/h200-2026-11-26/`), refitted with the current fitting procedure.
-    /// The default of `Device::simulated` via `GMPRT_DEVICE=simulated` and of `explain` when
-    /// there is no GPU to measure; the published profiles stay, labelled published.
+    /// `explain --all --device cuda --save-profile` at commit 98ea83a, 2026-11-27; raw output
+    /// in `benches/results/h200-2026-11-27b/`): the CPU side timed as a program calls it
+    /// ([`CpuTiming::AsCalled`]), the driver's launch floors, and mapped-I/O fits for
+    /// Black-Scholes and SAXPY; refitted with the current fitting procedure. The default of
+    /// `Device::simulated` via `GMPRT_DEVICE=simulated` and of `explain` when there is no GPU
+    /// to measure. The first H200 run's profile (2026-11-26, CPU fits cache-resident) stays in
+    /// `offload/profiles/` beside it, and the published profiles stay, labelled published.
     ///
     /// ```
-    /// use gmprt_offload::model::{DeviceProfile, ProfileSource};
+    /// use gmprt_offload::model::{CpuTiming, DeviceProfile, ProfileSource};
     /// let h200 = DeviceProfile::measured_h200();
     /// assert_eq!((h200.device.as_str(), h200.kind.as_str(), h200.procs), ("NVIDIA H200", "cuda", 16));
     /// assert!(matches!(h200.source, ProfileSource::Measured));
+    /// assert_eq!(h200.cpu_timing, CpuTiming::AsCalled);
     /// let names: Vec<&str> = h200.kernels.iter().map(|k| k.name.as_str()).collect();
-    /// // The four kernels, and the device-to-device copy (the roofline's memory bound).
-    /// assert_eq!(names, ["black_scholes", "saxpy", "sgemm", "monte_carlo", "device_copy"]);
+    /// // The four kernels, SGEMM on the tensor cores, and the device-to-device copy (the
+    /// // roofline's memory bound).
+    /// assert_eq!(
+    ///     names,
+    ///     ["black_scholes", "saxpy", "sgemm", "monte_carlo", "sgemm_tf32", "sgemm_bf16", "device_copy"]
+    /// );
+    /// // The kernels that stream their I/O have a mapped fit.
+    /// assert!(h200.kernel("black_scholes").unwrap().mapped.is_some());
+    /// assert!(h200.kernel("sgemm").unwrap().mapped.is_none());
     /// ```
     pub fn measured_h200() -> DeviceProfile {
         let mut p = DeviceProfile::from_json(H200_MEASURED_JSON)
-            .expect("offload/profiles/h200-measured-2026-11-26.json is valid");
+            .expect("offload/profiles/h200-measured-2026-11-27.json is valid");
         p.refit();
         p
     }
@@ -561,6 +576,9 @@ impl DeviceProfile {
             refit(&mut k.device, &k.device_samples);
             for c in k.cpu.iter_mut().chain(&mut k.cpu_resident) {
                 refit(&mut c.fit, &c.samples);
+            }
+            if let Some(m) = &mut k.mapped {
+                refit(&mut m.fit, &m.samples);
             }
         }
     }
@@ -627,6 +645,10 @@ impl DeviceProfile {
         for k in &mut p.kernels {
             k.device = k.device.scaled(factor);
             k.device_samples.clear();
+            if let Some(m) = &mut k.mapped {
+                m.fit = m.fit.scaled(factor);
+                m.samples.clear();
+            }
         }
         p
     }
