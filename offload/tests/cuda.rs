@@ -633,26 +633,29 @@ fn black_scholes_edge_contracts_stay_finite(b: &CudaBackend) {
 }
 
 fn saxpy_matches_cpu(b: &CudaBackend) {
-    let n = 1_000_003; // not a multiple of the block size
-    let a = 1.7f32;
-    let x: Vec<f32> = (0..n as u64).map(|i| det(i, 1) * 100.0).collect();
-    let y: Vec<f32> = (0..n as u64).map(|i| det(i, 2) * 100.0).collect();
-    let mut slot = b.new_slot(2 * n, n).expect("slot");
-    let st = slot.staging_in();
-    for i in 0..n {
-        st[i] = x[i].to_bits();
-        st[n + i] = y[i].to_bits();
-    }
-    let t = slot.run(&SaxpyJob(a), n, 2 * n, n, Phases::ALL).expect("run");
-    println!("saxpy n={n}: {t:?}");
-    let out = f32s(slot.staging_out());
-    let mut want = y.clone();
-    gmprt_kernels::saxpy::saxpy(a, &x, &mut want).expect("cpu saxpy");
-    for i in 0..n {
-        // One fused rounding on the GPU; the CPU may round the product separately: allow
-        // one ulp of the operands' magnitude.
-        let tol = 2.0 * f32::EPSILON * ((a * x[i]).abs() + y[i].abs());
-        assert!((out[i] - want[i]).abs() <= tol, "#{i}: gpu {} cpu {}", out[i], want[i]);
+    // Not a multiple of the block size, and y = x + n misaligned for 16-byte steps (the
+    // one-float path); a multiple of 4 (the float4 path); 7 (a float4 step and a tail of 3).
+    for n in [1_000_003, 1_000_000, 7] {
+        let a = 1.7f32;
+        let x: Vec<f32> = (0..n as u64).map(|i| det(i, 1) * 100.0).collect();
+        let y: Vec<f32> = (0..n as u64).map(|i| det(i, 2) * 100.0).collect();
+        let mut slot = b.new_slot(2 * n, n).expect("slot");
+        let st = slot.staging_in();
+        for i in 0..n {
+            st[i] = x[i].to_bits();
+            st[n + i] = y[i].to_bits();
+        }
+        let t = slot.run(&SaxpyJob(a), n, 2 * n, n, Phases::ALL).expect("run");
+        println!("saxpy n={n}: {t:?}");
+        let out = f32s(slot.staging_out());
+        let mut want = y.clone();
+        gmprt_kernels::saxpy::saxpy(a, &x, &mut want).expect("cpu saxpy");
+        for i in 0..n {
+            // One fused rounding on the GPU; the CPU may round the product separately: allow
+            // one ulp of the operands' magnitude.
+            let tol = 2.0 * f32::EPSILON * ((a * x[i]).abs() + y[i].abs());
+            assert!((out[i] - want[i]).abs() <= tol, "n = {n}, #{i}: gpu {} cpu {}", out[i], want[i]);
+        }
     }
 }
 
