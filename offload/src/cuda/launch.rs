@@ -174,7 +174,8 @@ fn launch_black_scholes_at(ctx: &mut LaunchCtx<'_>, n: usize, out_at: usize) -> 
     let (mut gamma, mut r3) = r2.split_at_mut(n);
     let (mut vega, mut r4) = r3.split_at_mut(n);
     let (mut theta, mut rho) = r4.split_at_mut(n);
-    let cfg = config(n as u64, ctx.backend.sm_count());
+    // One thread per 16-byte step of 4 contracts (black_scholes.cu).
+    let cfg = config((n as u64).div_ceil(4), ctx.backend.sm_count());
     let mut b = ctx.stream.launch_builder(&f);
     b.arg(&spot).arg(&strike).arg(&t).arg(&rate).arg(&vol).arg(&kind);
     b.arg(&mut price).arg(&mut delta).arg(&mut gamma).arg(&mut vega).arg(&mut theta).arg(&mut rho);
