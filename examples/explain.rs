@@ -318,6 +318,9 @@ fn crossover_words(c: &Crossover, unit: &str) -> String {
     match c {
         Crossover::At { n } => format!("the GPU wins from n* = {} {unit} on", size(*n)),
         Crossover::Always => "the GPU wins at every size, even n = 1".to_string(),
+        Crossover::Never { reason } if reason.contains("it wins only below") => {
+            format!("no crossover, the GPU loses at large n: {reason}")
+        }
         Crossover::Never { reason } => format!("the GPU never wins: {reason}"),
     }
 }
@@ -556,6 +559,9 @@ fn plot(
         let text = match c {
             Crossover::At { n } => format!("{who}: wins from n* = {} {unit}", size(*n)),
             Crossover::Always => format!("{who}: wins at every size"),
+            Crossover::Never { reason } if reason.contains("it wins only below") => {
+                format!("{who}: loses at large n — {reason}")
+            }
             Crossover::Never { reason } => format!("{who}: never wins — {reason}"),
         };
         for line in wrap(&text, 130) {

@@ -309,6 +309,32 @@ fn small_host_batches_are_priced_by_the_mapped_fit_and_larger_ones_copy() {
 }
 
 #[test]
+fn a_gpu_lost_on_the_asymptotes_says_below_which_size_it_still_wins() {
+    // Black-Scholes from host memory on the published H100: PCIe-bound, the GPU never wins.
+    let mut p = DeviceProfile::published_h100();
+    let Crossover::Never { reason } =
+        CostModel::new(p.clone()).crossover("black_scholes", Residency::Host).unwrap()
+    else {
+        panic!("PCIe-bound on the published profile")
+    };
+    assert!(!reason.contains("wins only below"), "{reason}");
+    // A CPU side with 1 ms of fixed cost per call (a fork/join as called, exaggerated): the
+    // asymptote is the same, but small batches now go to the GPU, and the reason says up to where.
+    for c in &mut p.kernels.iter_mut().find(|k| k.name == "black_scholes").unwrap().cpu {
+        c.fit = LinFit::known(1e-3, c.fit.slope);
+    }
+    let m = CostModel::new(p);
+    let Crossover::Never { reason } = m.crossover("black_scholes", Residency::Host).unwrap() else {
+        panic!("still PCIe-bound at large n")
+    };
+    assert!(reason.starts_with("PCIe-bound") && reason.contains("it wins only below n ≈ "), "{reason}");
+    let at: f64 = reason.rsplit("n ≈ ").next().unwrap().split(',').next().unwrap().parse().unwrap();
+    let verdict = |n: f64| m.predict("black_scholes", n, Residency::Host, 0.0).unwrap().verdict;
+    assert!(matches!(verdict(at / 2.0), Verdict::Gpu { .. }), "{reason}");
+    assert!(matches!(verdict(at * 2.0), Verdict::Cpu { .. }), "{reason}");
+}
+
+#[test]
 fn crossover_follows_a_cpu_cache_regime() {
     // A CPU that is fast while the batch fits in cache (0.1 ns per item below 1M items) and
     // slow beyond (1 ns), against a device at 0.3 ns per item + 20 µs: the GPU can only win

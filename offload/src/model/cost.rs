@@ -271,7 +271,10 @@ pub enum Crossover {
     },
     /// The GPU wins at every size (even n = 1).
     Always,
-    /// The GPU never wins; the reason in numbers.
+    /// The GPU does not win at large sizes, so there is no n* from which on it wins; the
+    /// reason in numbers, ending with "it wins only below n ≈ X, …" when fixed costs on the
+    /// CPU side (or mapped I/O) let it win smaller batches (found on the search grid,
+    /// [`GRID_RATIO`] apart).
     Never {
         /// E.g. for Black-Scholes on the published H100 profile: "PCIe-bound: 48 B per option
         /// at 55.00 GB/s costs 0.873 ns, more than pricing it on the CPU …" (the best CPU fit,
@@ -542,9 +545,6 @@ impl CostModel {
         if k.cpu.is_empty() {
             return Ok(Crossover::Always);
         }
-        if let Some(reason) = self.never(k, residency) {
-            return Ok(Crossover::Never { reason });
-        }
         // f(n) < 0: the GPU wins at n.
         let f = |n: f64| self.gpu_total(k, n, residency) - Self::best_cpu(k, n);
         // An upper end where the GPU wins, beyond every regime break (all costs are then on
@@ -553,6 +553,23 @@ impl CostModel {
             Size::Items { .. } => SEARCH_FROM_ITEMS,
             Size::MatrixN => MAX_MATRIX_N,
         };
+        if let Some(reason) = self.never(k, residency) {
+            // Lost on the asymptotes, but a CPU side with large fixed costs (timed as called: a
+            // fork/join of parked Ps) or mapped I/O can still let the GPU win smaller batches:
+            // say up to where, so the reason does not contradict a verdict at such an n.
+            let mut n = hi;
+            while n > 1.0 && f(n) >= 0.0 {
+                n /= GRID_RATIO;
+            }
+            return Ok(Crossover::Never {
+                reason: if n > 1.0 || f(1.0) < 0.0 {
+                    let at = if n >= 1e4 { format!("{n:.2e}") } else { format!("{}", n.ceil()) };
+                    format!("{reason}; it wins only below n ≈ {at}, on the CPU side's fixed costs")
+                } else {
+                    reason
+                },
+            });
+        }
         let unit = k.unit.trim_end_matches('s').to_string();
         Ok(search_crossover(f, hi, |limit| {
             format!("the GPU's cost per {unit} is below the CPU's, but its fixed costs are not repaid below n = {limit:e}")
