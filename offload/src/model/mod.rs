@@ -11,17 +11,19 @@
 //! * [`cost`] — [`CostModel::predict`] (a per-phase breakdown and the verdict: one batch's
 //!   latency), [`CostModel::predict_pipeline`] (that latency and the steady-state time per
 //!   batch with `in_flight` slots overlapping copies and kernels) and
-//!   [`CostModel::crossover`] (the batch size n* from which the GPU wins, or `Never` with the
-//!   reason in numbers);
+//!   [`CostModel::crossover`] (in [`crossover`]: the batch size n* from which the GPU wins, or
+//!   `Never` with the reason in numbers);
 //! * [`network`] — a [`NetworkLink`] between two ranks (latency + bandwidth, measured by a
 //!   ping-pong or published) and [`NetworkLink::scatter_crossover`], the batch size from which
 //!   scattering a batch to other ranks pays: the network's crossover beside the PCIe one.
 pub mod cost;
+pub mod crossover;
 pub mod fit;
 pub mod network;
 pub mod profile;
 
-pub use cost::{Bound, Breakdown, CostModel, Crossover, Pipeline, Residency, Verdict};
+pub use cost::{Bound, Breakdown, CostModel, Pipeline, Residency, Verdict};
+pub use crossover::Crossover;
 pub use fit::{LinFit, Regime, Sample};
 pub use network::{ItemBytes, LinkSource, NetworkLink, PingPong, Scatter};
 pub(crate) use profile::duration;

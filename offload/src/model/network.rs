@@ -34,7 +34,7 @@
 //! each other (a linear scatter; a tree would cost `log2(ranks)` sends instead), and a rank's
 //! compute does not overlap its own messages. The search is the same as the PCIe crossover's:
 //! the asymptote first, then a geometric grid and bisection.
-use super::cost::{search_crossover, Crossover, SEARCH_FROM_ITEMS};
+use super::crossover::{search_crossover, Crossover, SEARCH_FROM_ITEMS};
 use crate::error::OffloadError;
 
 /// Where a link's figures come from.
