@@ -329,6 +329,8 @@ fn a_gpu_lost_on_the_asymptotes_says_below_which_size_it_still_wins() {
     };
     assert!(reason.starts_with("PCIe-bound") && reason.contains("it wins only below n ≈ "), "{reason}");
     let at: f64 = reason.rsplit("n ≈ ").next().unwrap().split(',').next().unwrap().parse().unwrap();
+    let words = m.explain(&m.predict("black_scholes", 1e3, Residency::Host, 0.0).unwrap());
+    assert!(words.contains("Crossover: none, the GPU loses at large n — PCIe-bound"), "{words}");
     let verdict = |n: f64| m.predict("black_scholes", n, Residency::Host, 0.0).unwrap().verdict;
     assert!(matches!(verdict(at / 2.0), Verdict::Gpu { .. }), "{reason}");
     assert!(matches!(verdict(at * 2.0), Verdict::Cpu { .. }), "{reason}");
