@@ -185,6 +185,20 @@ pub trait Slot: Send {
     /// assert!(slot.upload(&[3..5]).unwrap_err().to_string().contains("3..5"));
     /// ```
     fn upload(&mut self, ranges: &[std::ops::Range<usize>]) -> Result<std::time::Duration, OffloadError>;
+    /// Whether [`run`](Slot::run) with these arguments would use *mapped I/O*: no copies, the
+    /// kernel reading and writing the staging itself across the bus (`cuda::CudaSlot`'s small
+    /// runs of a job that streams its I/O); such a run reports zero H2D and D2H. Decided from
+    /// the arguments and the slot alone, never from a run's times. Default: `false` (every
+    /// run copies as its phases ask; the simulated device only *paces* small runs so).
+    ///
+    /// ```
+    /// use gmprt_offload::{Device, Phases, Saxpy};
+    /// let slot = Device::host().backend().new_slot(4, 2).unwrap();
+    /// assert!(!slot.maps_io(&Saxpy { a: 1.0 }, 4, 2, Phases::ALL));
+    /// ```
+    fn maps_io(&self, _job: &dyn CudaJob, _in_words: usize, _out_words: usize, _phases: Phases) -> bool {
+        false
+    }
 }
 
 /// The memory a set of slots needs, part by part — the one computation of it; each

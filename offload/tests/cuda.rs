@@ -39,13 +39,14 @@
 use gmprt_kernels::black_scholes::{self, tolerance, Contract, OptionKind, IN_WORDS, OUT_WORDS};
 use gmprt_kernels::cuda::{CudaSource, ALL, CALIB, FN_COPY, FN_EMPTY};
 use gmprt_kernels::segmented;
-use gmprt_offload::backend::{Backend, Job, Phases};
+use gmprt_offload::backend::{Backend, Job, Phases, Slot};
 use gmprt_offload::cuda::{self, nvrtc, CudaBackend, CudaJob, LaunchCtx};
 use gmprt_offload::jobs::{BlackScholes, BlackScholesBySegment, BlackScholesSelected, Saxpy};
 use gmprt_offload::OffloadError;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::process::{Command, ExitCode};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 /// The variable that turns a skipped (ignored) CUDA test into a failure.
 const REQUIRE_ENV: &str = "GMPRT_REQUIRE_GPU";
@@ -911,9 +912,13 @@ fn slot_resident_runs_time_each_phase_alone(b: &CudaBackend) {
 /// equals, bit for bit, the same kernel's with copies (the test jobs, which do not opt in). Past
 /// `MAPPED_IO_MAX_BYTES` the same job copies again. The slot stays usable both ways.
 fn small_runs_map_their_io_and_agree_with_copies(b: &CudaBackend) {
-    let ok = |t: &gmprt_offload::PhaseTimes, mapped: bool| {
-        assert!(!t.kernel.is_zero(), "{t:?}");
-        assert_eq!(t.h2d.is_zero() && t.d2h.is_zero(), mapped, "mapped {mapped}: {t:?}");
+    // Whether a run maps is the slot's decision from its arguments (`Slot::maps_io`), not read
+    // from measured times; a mapped run reports zero H2D and D2H by construction.
+    let ok = |slot: &dyn Slot, job: &dyn CudaJob, (iw, ow), t: &gmprt_offload::PhaseTimes, mapped: bool| {
+        assert_eq!(slot.maps_io(job, iw, ow, Phases::ALL), mapped, "{}: {iw} + {ow} words", job.name());
+        if mapped {
+            assert_eq!((t.h2d, t.d2h), (Duration::ZERO, Duration::ZERO), "{t:?}");
+        }
     };
     // Black-Scholes: 6 input and 6 output words per contract.
     let small = 64;
@@ -924,7 +929,7 @@ fn small_runs_map_their_io_and_agree_with_copies(b: &CudaBackend) {
         let (iw, ow) = (n * IN_WORDS, n * OUT_WORDS);
         black_scholes::stage_words(&chain, &mut slot.staging_in()[..iw]);
         let copied = slot.run(&BsJob, n, iw, ow, Phases::ALL).expect("copied run");
-        ok(&copied, false);
+        ok(&*slot, &BsJob, (iw, ow), &copied, false);
         let want = slot.staging_out()[..ow].to_vec();
         // Another chain's results in the output staging, so a run that wrote nothing fails.
         black_scholes::stage_words(&black_scholes::synthetic_chain(n, 99), &mut slot.staging_in()[..iw]);
@@ -932,31 +937,28 @@ fn small_runs_map_their_io_and_agree_with_copies(b: &CudaBackend) {
         assert_ne!(&slot.staging_out()[..ow], &want[..]);
         black_scholes::stage_words(&chain, &mut slot.staging_in()[..iw]);
         let t = slot.run(&BlackScholes, n, iw, ow, Phases::ALL).expect("library job");
-        ok(&t, mapped);
+        ok(&*slot, &BlackScholes, (iw, ow), &t, mapped);
         assert_eq!(&slot.staging_out()[..ow], &want[..], "n = {n}, mapped {mapped}");
         println!("black_scholes n={n}: copies {copied:?}, library job {t:?}");
     }
     // Resident phases never map: the kernel alone reads the device copy.
-    let k = slot.run(
-        &BlackScholes,
-        small,
-        small * IN_WORDS,
-        small * OUT_WORDS,
-        Phases { h2d: false, kernel: true, d2h: false },
-    );
+    let resident = Phases { h2d: false, kernel: true, d2h: false };
+    assert!(!slot.maps_io(&BlackScholes, small * IN_WORDS, small * OUT_WORDS, resident));
+    let k = slot.run(&BlackScholes, small, small * IN_WORDS, small * OUT_WORDS, resident);
     assert!(k.expect("kernel only").h2d.is_zero());
     // SAXPY: x then y in, one word out per item.
     let n = 1000;
     let mut slot = b.new_slot(2 * n, n).expect("slot");
     let words: Vec<u32> = (0..2 * n).map(|i| det(i as u64, 9).to_bits()).collect();
     slot.staging_in().copy_from_slice(&words);
-    slot.run(&SaxpyJob(1.5), n, 2 * n, n, Phases::ALL).expect("copied saxpy");
+    let copied = slot.run(&SaxpyJob(1.5), n, 2 * n, n, Phases::ALL).expect("copied saxpy");
+    ok(&*slot, &SaxpyJob(1.5), (2 * n, n), &copied, false);
     let want = slot.staging_out().to_vec();
     slot.run(&SaxpyJob(-2.0), n, 2 * n, n, Phases::ALL).expect("other saxpy");
     assert_ne!(slot.staging_out(), &want[..]);
     slot.staging_in().copy_from_slice(&words);
     let t = slot.run(&Saxpy { a: 1.5 }, n, 2 * n, n, Phases::ALL).expect("mapped saxpy");
-    ok(&t, true);
+    ok(&*slot, &Saxpy { a: 1.5 }, (2 * n, n), &t, true);
     assert_eq!(slot.staging_out(), &want[..]);
 }
 

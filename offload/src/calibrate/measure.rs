@@ -371,8 +371,9 @@ fn mapped_sizes(max: usize) -> Vec<usize> {
 /// `words` (in, out) words each, n up to the most whose bytes fit in
 /// [`MAPPED_IO_MAX_BYTES`](crate::cuda::MAPPED_IO_MAX_BYTES), each timed as the run reports
 /// it (a mapped run's one span is its kernel time), on a slot of its own. `stage(slot, n)`
-/// fills the input. `None` off CUDA, and when the slot did not map a run (`GMPRT_CUDA_MAPPED_IO=off`, buffers the
-/// driver would not map): such a run reports copy time, and the model then prices copies.
+/// fills the input. `None` when the slot would not map the largest of them
+/// ([`Slot::maps_io`]: a Host or simulated slot, `GMPRT_CUDA_MAPPED_IO=off`, buffers the
+/// driver would not map): the model then prices copies.
 fn mapped_fit(
     device: &Device,
     job: &dyn CudaJob,
@@ -380,26 +381,22 @@ fn mapped_fit(
     reps: usize,
     mut stage: impl FnMut(&mut dyn Slot, usize),
 ) -> Result<Option<MappedFit>, OffloadError> {
-    if device.kind() != DeviceKind::Cuda {
-        return Ok(None);
-    }
     let max_bytes = crate::cuda::MAPPED_IO_MAX_BYTES;
     let max = max_bytes / (4 * (words.0 + words.1));
     let mut slot = device.backend().new_slot(words.0 * max, words.1 * max)?;
-    let mut copied = false;
+    // Mapping only depends on the bytes being within the limit, so the largest run decides.
+    if !slot.maps_io(job, words.0 * max, words.1 * max, Phases::ALL) {
+        return Ok(None);
+    }
     let samples = samples(
         &mapped_sizes(max),
         |n| n as f64,
         |n| {
             stage(&mut *slot, n);
-            median(reps, || {
-                let t = slot.run(job, n, words.0 * n, words.1 * n, Phases::ALL)?;
-                copied |= !(t.h2d.is_zero() && t.d2h.is_zero());
-                Ok(t.kernel)
-            })
+            median(reps, || Ok(slot.run(job, n, words.0 * n, words.1 * n, Phases::ALL)?.kernel))
         },
     )?;
-    Ok((!copied).then(|| MappedFit { max_bytes: max_bytes as f64, fit: LinFit::fit(&samples), samples }))
+    Ok(Some(MappedFit { max_bytes: max_bytes as f64, fit: LinFit::fit(&samples), samples }))
 }
 
 /// Device-time fits of the four kernels.

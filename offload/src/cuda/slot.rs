@@ -341,15 +341,6 @@ impl CudaSlot {
         LaunchCtx { stream: &self.stream, input, output, backend: &self.backend }
     }
 
-    /// Whether a run uses mapped I/O (see the module docs): all three phases, a job that
-    /// streams its I/O, at most [`MAPPED_IO_MAX_BYTES`] in and out, and buffers the driver maps.
-    fn maps_io(&self, job: &dyn CudaJob, in_words: usize, out_words: usize, phases: Phases) -> bool {
-        phases == Phases::ALL
-            && self.mapped.is_some()
-            && (in_words + out_words).saturating_mul(4) <= MAPPED_IO_MAX_BYTES
-            && job.streams_io()
-    }
-
     /// Enqueues the selected phases with their boundary events (only `ev[0]` and `ev[3]` for a
     /// mapped run); does not wait. Returns whether the run is mapped.
     fn enqueue(
@@ -400,6 +391,15 @@ impl CudaSlot {
 }
 
 impl Slot for CudaSlot {
+    /// Mapped I/O (see the module docs): all three phases, a job that streams its I/O, at most
+    /// [`MAPPED_IO_MAX_BYTES`] in and out, and buffers the driver maps.
+    fn maps_io(&self, job: &dyn CudaJob, in_words: usize, out_words: usize, phases: Phases) -> bool {
+        phases == Phases::ALL
+            && self.mapped.is_some()
+            && (in_words + out_words).saturating_mul(4) <= MAPPED_IO_MAX_BYTES
+            && job.streams_io()
+    }
+
     fn staging_in(&mut self) -> &mut [u32] {
         debug_assert!(self.pinned_in.len() >= self.in_words);
         // SAFETY: valid for `in_words` initialised words (zeroed at creation); no device
