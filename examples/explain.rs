@@ -318,10 +318,10 @@ fn crossover_words(c: &Crossover, unit: &str) -> String {
     match c {
         Crossover::At { n } => format!("the GPU wins from n* = {} {unit} on", size(*n)),
         Crossover::Always => "the GPU wins at every size, even n = 1".to_string(),
-        Crossover::Never { reason } if reason.contains("it wins only below") => {
+        Crossover::Never { reason, wins_below: Some(_) } => {
             format!("no crossover, the GPU loses at large n: {reason}")
         }
-        Crossover::Never { reason } => format!("the GPU never wins: {reason}"),
+        Crossover::Never { reason, .. } => format!("the GPU never wins: {reason}"),
     }
 }
 
@@ -421,7 +421,7 @@ fn explain(model: &CostModel, k: &Kernel, n: usize, resident: bool, out: &Path) 
         let words = match c {
             Crossover::At { n } => format!("pays from n* = {} {unit} on", size(*n)),
             Crossover::Always => "pays at every size".to_string(),
-            Crossover::Never { reason } => format!("never pays: {reason}"),
+            Crossover::Never { reason, .. } => format!("never pays: {reason}"),
         };
         println!("    {}: {words}", link.describe());
     }
@@ -559,10 +559,10 @@ fn plot(
         let text = match c {
             Crossover::At { n } => format!("{who}: wins from n* = {} {unit}", size(*n)),
             Crossover::Always => format!("{who}: wins at every size"),
-            Crossover::Never { reason } if reason.contains("it wins only below") => {
+            Crossover::Never { reason, wins_below: Some(_) } => {
                 format!("{who}: loses at large n — {reason}")
             }
-            Crossover::Never { reason } => format!("{who}: never wins — {reason}"),
+            Crossover::Never { reason, .. } => format!("{who}: never wins — {reason}"),
         };
         for line in wrap(&text, 130) {
             header.push((line, 15, BLACK));
@@ -573,7 +573,7 @@ fn plot(
         let text = match c {
             Crossover::At { n } => format!("{who}: pays from n* = {} {unit}", size(*n)),
             Crossover::Always => format!("{who}: pays at every size"),
-            Crossover::Never { reason } => format!("{who}: never pays — {reason}"),
+            Crossover::Never { reason, .. } => format!("{who}: never pays — {reason}"),
         };
         for line in wrap(&text, 130) {
             header.push((line, 15, RGBColor(40, 110, 60)));

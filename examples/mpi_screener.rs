@@ -712,7 +712,7 @@ fn calibrate(
         let what = match c {
             Ok(Crossover::At { n }) => format!("n* = {n:.0} contracts"),
             Ok(Crossover::Always) => "at every size".into(),
-            Ok(Crossover::Never { reason }) => format!("never: {reason}"),
+            Ok(Crossover::Never { reason, .. }) => format!("never: {reason}"),
             Err(e) => format!("unknown: {e}"),
         };
         println!("  {}: {what}\n      {}", link.label, link.describe());

@@ -312,10 +312,10 @@ fn small_host_batches_are_priced_by_the_mapped_fit_and_larger_ones_copy() {
 fn a_gpu_lost_on_the_asymptotes_says_below_which_size_it_still_wins() {
     // Black-Scholes from host memory on the published H100: PCIe-bound, the GPU never wins.
     let mut p = DeviceProfile::published_h100();
-    let Crossover::Never { reason } =
+    let Crossover::Never { reason, wins_below: None } =
         CostModel::new(p.clone()).crossover("black_scholes", Residency::Host).unwrap()
     else {
-        panic!("PCIe-bound on the published profile")
+        panic!("PCIe-bound on the published profile, and never a win")
     };
     assert!(!reason.contains("wins only below"), "{reason}");
     // A CPU side with 1 ms of fixed cost per call (a fork/join as called, exaggerated): the
@@ -324,11 +324,14 @@ fn a_gpu_lost_on_the_asymptotes_says_below_which_size_it_still_wins() {
         c.fit = LinFit::known(1e-3, c.fit.slope);
     }
     let m = CostModel::new(p);
-    let Crossover::Never { reason } = m.crossover("black_scholes", Residency::Host).unwrap() else {
-        panic!("still PCIe-bound at large n")
+    let Crossover::Never { reason, wins_below: Some(at) } =
+        m.crossover("black_scholes", Residency::Host).unwrap()
+    else {
+        panic!("still PCIe-bound at large n, and a GPU win below some n")
     };
     assert!(reason.starts_with("PCIe-bound") && reason.contains("it wins only below n ≈ "), "{reason}");
-    let at: f64 = reason.rsplit("n ≈ ").next().unwrap().split(',').next().unwrap().parse().unwrap();
+    let said: f64 = reason.rsplit("n ≈ ").next().unwrap().split(',').next().unwrap().parse().unwrap();
+    assert!((said / at - 1.0).abs() < 0.01, "{reason} against {at}");
     let words = m.explain(&m.predict("black_scholes", 1e3, Residency::Host, 0.0).unwrap());
     assert!(words.contains("Crossover: none, the GPU loses at large n — PCIe-bound"), "{words}");
     let verdict = |n: f64| m.predict("black_scholes", n, Residency::Host, 0.0).unwrap().verdict;
@@ -540,7 +543,7 @@ fn published_h100_verdicts_follow_the_numbers() {
         |k: &str| p.kernel(k).unwrap().cpu.iter().map(|c| c.fit.slope).fold(f64::INFINITY, f64::min);
     // SAXPY with inputs on the host: PCIe moves 12 B per element slower than the CPU does.
     match m.crossover("saxpy", Residency::Host).unwrap() {
-        Crossover::Never { reason } => {
+        Crossover::Never { reason, .. } => {
             assert!(reason.contains("PCIe"), "{reason}");
             eprintln!("h100 saxpy host: Never: {reason}");
         }
@@ -575,7 +578,7 @@ fn published_h100_verdicts_follow_the_numbers() {
     );
     if gpu_slope >= best_cpu_slope("black_scholes") {
         match c {
-            Crossover::Never { reason } => assert!(reason.contains("PCIe"), "{reason}"),
+            Crossover::Never { reason, .. } => assert!(reason.contains("PCIe"), "{reason}"),
             c => panic!("slopes say never, model says {c:?}"),
         }
     } else {

@@ -494,10 +494,10 @@ impl CostModel {
         out += &match self.crossover(&b.kernel, b.residency) {
             Ok(Crossover::At { n }) => format!("Crossover: the GPU wins from n = {n:.0} on."),
             Ok(Crossover::Always) => "Crossover: the GPU wins at every size.".to_string(),
-            Ok(Crossover::Never { reason }) if reason.contains("it wins only below") => {
+            Ok(Crossover::Never { reason, wins_below: Some(_) }) => {
                 format!("Crossover: none, the GPU loses at large n — {reason}.")
             }
-            Ok(Crossover::Never { reason }) => format!("Crossover: never — {reason}."),
+            Ok(Crossover::Never { reason, .. }) => format!("Crossover: never — {reason}."),
             Err(e) => format!("Crossover: unknown ({e})."),
         };
         out

@@ -24,7 +24,7 @@ use crate::error::OffloadError;
 /// assert_eq!(m.crossover("black_scholes", Residency::Device).unwrap(), Crossover::At { n: 2187.0 });
 /// // From host memory, 48 B per option over PCIe costs more than pricing it on the CPU.
 /// match m.crossover("black_scholes", Residency::Host).unwrap() {
-///     Crossover::Never { reason } => assert!(reason.starts_with("PCIe-bound"), "{reason}"),
+///     Crossover::Never { reason, .. } => assert!(reason.starts_with("PCIe-bound"), "{reason}"),
 ///     c => panic!("{c:?}"),
 /// }
 /// ```
@@ -38,14 +38,18 @@ pub enum Crossover {
     /// The GPU wins at every size (even n = 1).
     Always,
     /// The GPU does not win at large sizes, so there is no n* from which on it wins; the
-    /// reason in numbers, ending with "it wins only below n ≈ X, …" when fixed costs on the
-    /// CPU side (or mapped I/O) let it win smaller batches (found on the search grid,
-    /// [`GRID_RATIO`] apart).
+    /// reason in numbers.
     Never {
         /// E.g. for Black-Scholes on the published H100 profile: "PCIe-bound: 48 B per option
         /// at 55.00 GB/s costs 0.873 ns, more than pricing it on the CPU …" (the best CPU fit,
-        /// its rate and time per item follow).
+        /// its rate and time per item follow), ending with "; it wins only below n ≈ X, …"
+        /// when `wins_below` is set.
         reason: String,
+        /// The largest size on the search grid ([`GRID_RATIO`] apart) at which the GPU still
+        /// wins, when fixed costs on the CPU side (or mapped I/O) let it win smaller batches;
+        /// `None` when it wins at no size (the network's crossover, `NetworkLink::scatter_crossover`,
+        /// does not search below its asymptote and always leaves it `None`).
+        wins_below: Option<f64>,
     },
 }
 
@@ -82,7 +86,7 @@ pub(super) fn search_crossover(
 ) -> Crossover {
     while f(hi) >= 0.0 {
         if hi >= SEARCH_LIMIT {
-            return Crossover::Never { reason: not_repaid(SEARCH_LIMIT) };
+            return Crossover::Never { reason: not_repaid(SEARCH_LIMIT), wins_below: None };
         }
         hi *= 2.0;
     }
@@ -130,7 +134,7 @@ impl CostModel {
     /// use gmprt_offload::model::{CostModel, Crossover, DeviceProfile, Residency};
     /// let m = CostModel::new(DeviceProfile::published_h100());
     /// match m.crossover("black_scholes", Residency::Host).unwrap() {
-    ///     Crossover::Never { reason } => assert!(
+    ///     Crossover::Never { reason, .. } => assert!(
     ///         reason.starts_with("PCIe-bound: 48 B per option at 55.00 GB/s costs 0.873 ns"),
     ///         "{reason}"
     ///     ),
@@ -162,13 +166,16 @@ impl CostModel {
             while n > 1.0 && f(n) >= 0.0 {
                 n /= GRID_RATIO;
             }
+            let wins_below = (n > 1.0 || f(1.0) < 0.0).then(|| n.ceil());
             return Ok(Crossover::Never {
-                reason: if n > 1.0 || f(1.0) < 0.0 {
-                    let at = if n >= 1e4 { format!("{n:.2e}") } else { format!("{}", n.ceil()) };
-                    format!("{reason}; it wins only below n ≈ {at}, on the CPU side's fixed costs")
-                } else {
-                    reason
+                reason: match wins_below {
+                    Some(at) => {
+                        let at = if at >= 1e4 { format!("{at:.2e}") } else { format!("{at}") };
+                        format!("{reason}; it wins only below n ≈ {at}, on the CPU side's fixed costs")
+                    }
+                    None => reason,
                 },
+                wins_below,
             });
         }
         let unit = k.unit.trim_end_matches('s').to_string();

@@ -377,7 +377,10 @@ impl NetworkLink {
     ) -> Result<Crossover, OffloadError> {
         self.check(ranks)?;
         if ranks == 1 {
-            return Ok(Crossover::Never { reason: "one rank has no other rank to scatter to".into() });
+            return Ok(Crossover::Never {
+                reason: "one rank has no other rank to scatter to".into(),
+                wins_below: None,
+            });
         }
         let k = ranks as f64;
         // The asymptote: per item, the compute saved against the bytes on the link.
@@ -398,6 +401,7 @@ impl NetworkLink {
                     self.bandwidth_bytes_per_s / 1e9,
                     super::cost::secs(wire)
                 ),
+                wins_below: None,
             });
         }
         // f(n) < 0: scattering pays at n.
@@ -525,7 +529,7 @@ mod tests {
     fn link_bound_kernels_never_pay_and_say_why() {
         // 24 B at 1 GB/s = 24 ns on the wire; 2 ranks save 10 ns of a 20 ns item.
         let c = link(1e-6, 1e9).scatter_crossover(2, b24(), |n| 20e-9 * n).unwrap();
-        let Crossover::Never { reason } = c else { panic!("{c:?}") };
+        let Crossover::Never { reason, .. } = c else { panic!("{c:?}") };
         assert!(reason.starts_with("link-bound: per item, 2 ranks save 10.000 ns"), "{reason}");
         assert!(reason.contains("24 B in and 0 B out at 1.00 GB/s cost 12.000 ns"), "{reason}");
         let one = link(1e-6, 1e9).scatter_crossover(1, b24(), |n| n).unwrap();
