@@ -116,8 +116,10 @@ copy_all < "$stage/tests.txt"
 [ -x "$stage/bin/test-offload-cuda" ] || die "the CUDA test harness (offload/tests/cuda.rs) was not built"
 
 # Benches: offload, scheduler and net (root crate), model (gmprt-offload); the workspace's other
-# benches are built (see above) but not packed.
-artifacts bench- bench --workspace --no-run > "$stage/benches-all.txt"
+# bench targets are built (see above) but not packed. `--benches`: the bench targets only, not
+# the libraries' unit tests compiled once more as bench harnesses (nothing runs those: they hold
+# no benchmarks, and `cargo test` runs the tests), which cost CI ~60 s of compiling.
+artifacts bench- bench --workspace --benches --no-run > "$stage/benches-all.txt"
 grep -E '^bench-(offload|scheduler|net|model) ' "$stage/benches-all.txt" > "$stage/benches.txt" || true
 copy_all < "$stage/benches.txt"
 for b in offload scheduler net model; do [ -x "$stage/bin/bench-$b" ] || die "bench $b was not built"; done
