@@ -55,8 +55,8 @@ mkdir -p "$stage/bin"
 
 # cargo <args> --no-run/--message-format: stdout is JSON (one message a line), diagnostics are
 # rendered to stderr as usual; a failing cargo fails this function (and the script) loudly.
-# Prints "<name> <executable>" for every executable artifact, name = <prefix><crate>-<target>
-# for tests, <prefix><target> otherwise.
+# Prints "<name> <executable>" for every executable artifact, name = <prefix><crate dir>-<target>
+# with prefix `test-` (`lib` for a library's unit tests), <prefix><target> otherwise.
 artifacts() {
   local prefix=$1; shift
   local json="$stage/cargo.json"
@@ -98,20 +98,22 @@ copy_all() {  # reads "<name> <exe>" lines; copies each to bin/<name>, refusing 
 }
 
 t0=$SECONDS
-# Every cargo call below selects packages with --workspace (and --exclude), never -p: cargo
-# unifies features over the packages a call selects, so `-p gmprt-offload` builds the runtime
-# with other features than `cargo test --workspace` does, and rebuilds it and everything above
-# it. With the workspace's own feature set, a run after `cargo test --workspace --release`
-# (CI's test step; the dry run packs with --profile release) reuses that build: CI's dry run
-# spent 103 s in these builds before, now a few seconds (the benches are built once, here,
-# and CI's own benches step then finds them built).
-# Examples (root crate): only the ones the runs use are kept.
+# Cargo unifies features over the packages a call selects, so naming packages (`-p
+# gmprt-offload -p gmprt-kernels`, or `--workspace --exclude ...`) builds the runtime and
+# everything above it with other features than CI's `cargo test --workspace --release` does, and
+# rebuilds them: CI's dry run, which packs with --profile release, spent 103 s in these builds.
+# So every call here selects the whole workspace; the test binaries come from the test step's
+# own call, which CI has already built (a from-scratch GPU build compiles the runtime's and the
+# root crate's tests too, about a minute more).
+# Examples (root crate): only the ones the runs use are kept. (`cargo test` builds examples
+# as test harnesses, which do not run `main`: these come from `cargo build`.)
 artifacts "" build --workspace "${examples[@]/#/--example=}" > "$stage/examples.txt"
 copy_all < "$stage/examples.txt"
 for e in "${examples[@]}"; do [ -x "$stage/bin/$e" ] || die "example $e was not built"; done
 
 # Every test binary of gmprt-offload and gmprt-kernels (lib unit tests + integration tests).
-artifacts test- test --workspace --exclude gmprt --exclude gmprt-runtime --no-run > "$stage/tests.txt"
+artifacts test- test --workspace --no-run > "$stage/workspace-tests.txt"
+grep -E '^test-(offload|kernels)-' "$stage/workspace-tests.txt" > "$stage/tests.txt" || true
 copy_all < "$stage/tests.txt"
 [ -x "$stage/bin/test-offload-cuda" ] || die "the CUDA test harness (offload/tests/cuda.rs) was not built"
 

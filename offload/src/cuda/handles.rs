@@ -19,7 +19,7 @@ impl CudaBackend {
     /// Creates `stream`'s cuBLAS handle if it has none (timed into [`FirstUse`]). Call
     /// before recording any event of a timed run.
     pub(crate) fn ensure_blas(&self, stream: &Arc<CudaStream>) -> Result<(), OffloadError> {
-        launch::cublas_available()?;
+        gemm::cublas_available()?;
         let key = stream.cu_stream() as usize;
         let mut handles = self.inner.blas.lock();
         if let Entry::Vacant(v) = handles.entry(key) {

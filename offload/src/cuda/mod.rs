@@ -45,6 +45,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod context;
+mod gemm;
 mod handles;
 mod launch;
 pub mod libs;
@@ -58,9 +59,10 @@ pub mod sync;
 pub use crate::job::{CudaJob, LaunchCtx, LaunchDevice};
 pub(crate) use context::driver_err;
 pub use context::probe;
+pub use gemm::{launch_sgemm_batched, warm_sgemm_batched};
 pub use launch::{
     grid_size, launch_black_scholes, launch_black_scholes_by_segment, launch_black_scholes_selected,
-    launch_saxpy, launch_sgemm_batched, warm_sgemm_batched, BLOCK_SIZE, GRID_BLOCKS_PER_SM,
+    launch_saxpy, BLOCK_SIZE, GRID_BLOCKS_PER_SM,
 };
 pub use libs::{loaded_libraries, LoadedLib};
 pub use measure::LaunchCosts;
@@ -145,7 +147,7 @@ pub(crate) struct Inner {
     /// slots never wait for each other here.
     pub(crate) blas: Mutex<HashMap<usize, Arc<Mutex<CudaBlas>>>>,
     /// GEMM shapes already run once on a stream: the one-shot `sgemm` and a slot's batched
-    /// GEMM run each new shape once untimed first (`ops.rs`, `launch::warm_sgemm_batched`).
+    /// GEMM run each new shape once untimed first (`ops.rs`, `gemm::warm_sgemm_batched`).
     pub(crate) gemm_warm: Mutex<std::collections::HashSet<GemmShape>>,
     /// Stream of the one-shot operations (`sgemm`, `pi_hits`, ...), created on first use;
     /// the lock serialises those operations so that their event timings do not interleave.
@@ -263,7 +265,7 @@ impl CudaBackend {
     pub fn warm_up(&self) -> Result<FirstUse, OffloadError> {
         self.warm_modules()?;
         let util = self.util_stream()?;
-        if launch::cublas_available().is_ok() {
+        if gemm::cublas_available().is_ok() {
             self.ensure_blas(&util)?;
         }
         Ok(self.first_use())

@@ -9,7 +9,8 @@
 //! when the call returns, after everything that used them (stream order; event tracking is
 //! off, see `cuda`'s docs). On an error after work was enqueued the stream is synchronised
 //! before returning.
-use super::launch::{config, gemm_f32, grid_size, BLOCK_SIZE};
+use super::gemm::gemm_f32;
+use super::launch::{config, grid_size, BLOCK_SIZE};
 use super::{driver_err, phase_times, CudaBackend};
 use crate::backend::Phases;
 use crate::error::OffloadError;

@@ -259,7 +259,7 @@ impl CudaSlot {
         stream.synchronize().map_err(|e| driver_err("cuStreamSynchronize", e))?;
         // Last fallible step (nothing to undo after it): this stream's cuBLAS handle, when
         // cuBLAS is usable.
-        if super::launch::cublas_available().is_ok() {
+        if super::gemm::cublas_available().is_ok() {
             backend.ensure_blas(&stream)?;
         }
         Ok(CudaSlot {
