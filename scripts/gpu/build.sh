@@ -64,24 +64,11 @@ artifacts() {
   if ! cargo "$@" --profile "$profile" --locked --message-format=json-render-diagnostics > "$json"; then
     die "cargo $* failed (its error is above)"
   fi
-  python3 - "$prefix" "$json" <<'PY'
-import json, os, sys
-prefix, path = sys.argv[1], sys.argv[2]
-for line in open(path):
-    line = line.strip()
-    if not line.startswith("{"):
-        continue
-    m = json.loads(line)
-    if m.get("reason") != "compiler-artifact" or not m.get("executable"):
-        continue
-    t = m["target"]
-    name = t["name"]
-    if prefix == "test-":
-        crate = os.path.basename(os.path.dirname(m["manifest_path"]))
-        kind = "lib" if "lib" in t["kind"] else name
-        name = f"{crate}-{kind}"
-    print(prefix + name, m["executable"])
-PY
+  python3 scripts/cargo-executables.py "$json" | awk -v p="$prefix" '{
+    name = $3
+    if (p == "test-") { crate = $1; sub(/.*\//, "", crate); name = crate "-" ($2 == "lib" ? "lib" : $3) }
+    print p name, $5
+  }'
 }
 
 copy_all() {  # reads "<name> <exe>" lines; copies each to bin/<name>, refusing duplicates
