@@ -20,6 +20,7 @@
 use gmprt_runtime::dump::{TaskState, WaitReason};
 use gmprt_runtime::net::TcpStream;
 use gmprt_runtime::Runtime;
+use std::os::fd::AsRawFd;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -60,6 +61,16 @@ fn idle_connected_readers_park_and_the_runtime_drops() {
     for round in 0..ROUNDS {
         // The peer: a plain thread that accepts every connection and holds it, never writing.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        // Room in the accept queue for every connection at once. std listens with a backlog
+        // of 128: the 200 connects overflowed it before the acceptor thread ran, the kernel
+        // dropped the extra SYNs and their clients sent them again only after TCP's 1-s
+        // initial retransmission timeout, so a round waited ~1 s for its connections (the
+        // binary took 13-16 s on the 2-core VM, 5 s with room for them all).
+        // A second listen() on a listening socket only changes its backlog (listen(2)).
+        // SAFETY: the descriptor is the listener's own, open for this whole scope; no memory
+        // is passed.
+        let rc = unsafe { libc::listen(listener.as_raw_fd(), 2 * CONNS as libc::c_int) };
+        assert_eq!(rc, 0, "listen: {}", std::io::Error::last_os_error());
         let addr = listener.local_addr().unwrap();
         let (held_tx, held_rx) = mpsc::channel();
         let (all_tx, all_rx) = mpsc::channel();
