@@ -179,8 +179,18 @@ fi
 base=${procs[0]}
 echo
 echo "machine: nproc=$cores kernel=$(uname -r) cpu=\"${cpu:-unknown}\" date=$(date -u +%Y-%m-%dT%H:%M:%SZ) commit=$commit"
-# The archive of scripts/gpu/build.sh names the commit the binaries were built from.
-[ ! -f "$bin/MANIFEST" ] || echo "binaries: $(sed -n 2p "$bin/MANIFEST")"
+# The archive of scripts/gpu/build.sh names the commit the binaries were built from, and their
+# sha256. Its commit is printed only if it lists this million_tasks: a MANIFEST left beside
+# binaries that were rebuilt since (an archive once unpacked into target/release/examples)
+# would name a commit they were not built from.
+if [ -f "$bin/MANIFEST" ]; then
+  sum=$(sha256sum "$bin/million_tasks" 2>/dev/null | cut -d' ' -f1)
+  if [ -n "$sum" ] && grep -q "^$sum  million_tasks\$" "$bin/MANIFEST"; then
+    echo "binaries: $(sed -n 2p "$bin/MANIFEST")"
+  else
+    echo "binaries: $bin/MANIFEST ignored: it does not list this million_tasks (sha256 $sum)"
+  fi
+fi
 echo "median ns/task over $rounds round(s), tasks=$tasks; ratios of ns/task (< 1: gmprt cheaper)"
 echo
 echo "| procs | gmprt median ns/task | tokio | go | gmprt/tokio | gmprt/go | gmprt(P)/gmprt($base) |"
