@@ -41,7 +41,6 @@
 //! timelines record the staging it measured). On the Host device the "engines" are the same
 //! CPU cores (and memory bandwidth) the slots share, so there the prediction is a GPU's
 //! shape, not the Host's: the model bench's pipeline table shows the gap.
-use super::crossover::Crossover;
 use super::fit::LinFit;
 use super::profile::{DeviceProfile, KernelProfile};
 use crate::error::OffloadError;
@@ -372,28 +371,6 @@ impl CostModel {
             bound_by,
         })
     }
-    /// A pipeline prediction in plain words (one line).
-    ///
-    /// ```
-    /// use gmprt_offload::model::{CostModel, DeviceProfile, Residency};
-    /// let m = CostModel::new(DeviceProfile::published_h100());
-    /// let p = m.predict_pipeline("saxpy", 1e6, 2, Residency::Host).unwrap();
-    /// assert_eq!(
-    ///     m.explain_pipeline(&p),
-    ///     "Pipeline, 2 in flight: one batch's latency 249.76 µs, steady state 155.45 µs per batch \
-    ///      (6.43 G elements/s), bound by H2D."
-    /// );
-    /// ```
-    pub fn explain_pipeline(&self, p: &Pipeline) -> String {
-        format!(
-            "Pipeline, {} in flight: one batch's latency {}, steady state {} per batch ({}/s), bound by {}.",
-            p.in_flight,
-            secs(p.latency),
-            secs(p.per_batch),
-            rate(p.throughput(), self.profile.kernel(&p.kernel).map_or("items", |k| k.unit.as_str())),
-            p.bound_by
-        )
-    }
     /// The CPU time of `n` of `kernel` on `procs` Ps (nearest P count in the profile, scaled).
     ///
     /// ```
@@ -416,93 +393,6 @@ impl CostModel {
             .ok_or_else(|| OffloadError::Config(format!("kernel `{kernel}` has no CPU fits")))?;
         Ok(fit.fit.eval(k.size.work(n)))
     }
-    /// The breakdown and verdict in plain words (a few lines).
-    ///
-    /// ```
-    /// use gmprt_offload::model::{CostModel, DeviceProfile, Residency};
-    /// let m = CostModel::new(DeviceProfile::published_h100());
-    /// let b = m.predict("black_scholes", 1e6, Residency::Host, 0.0).unwrap();
-    /// let e = m.explain(&b);
-    /// // Phases, CPU times, verdict, two pipelines, streaming, crossover: one line each.
-    /// assert_eq!(e.lines().count(), 7, "{e}");
-    /// assert!(e.contains("Verdict: CPU on 8 Ps, 1.50x faster than the GPU end to end."), "{e}");
-    /// assert!(e.contains("Crossover: never — PCIe-bound"), "{e}");
-    /// ```
-    pub fn explain(&self, b: &Breakdown) -> String {
-        let phases = [
-            ("queue wait", b.queue_wait),
-            ("launch", b.launch),
-            ("H2D", b.h2d),
-            ("kernel", b.kernel_time),
-            ("D2H", b.d2h),
-        ];
-        let (dom, dom_t) =
-            phases.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1)).unwrap_or(("kernel", 0.0));
-        let share = if b.gpu_total > 0.0 { 100.0 * dom_t / b.gpu_total } else { 0.0 };
-        let res = match b.residency {
-            Residency::Host => "inputs on the host",
-            Residency::Device => "data already on the device",
-            Residency::Pageable => "inputs in pageable host memory",
-        };
-        let res = if b.mapped_io { format!("{res}, mapped I/O: no copies") } else { res.to_string() };
-        let mut out = format!(
-            "{} n = {} ({res}): GPU {} = launch {} + H2D {} + kernel {} + D2H {} + queue {}; {dom} dominates ({share:.0}%).\n",
-            b.kernel,
-            b.n,
-            secs(b.gpu_total),
-            secs(b.launch),
-            secs(b.h2d),
-            secs(b.kernel_time),
-            secs(b.d2h),
-            secs(b.queue_wait)
-        );
-        let cpu: Vec<String> = b.cpu.iter().map(|(p, t)| format!("{p}P {}", secs(*t))).collect();
-        out += &format!("CPU: {}.\n", cpu.join(", "));
-        out += &match b.verdict {
-            Verdict::Gpu { speedup } => {
-                format!("Verdict: GPU, {speedup:.2}x faster than the best CPU P count.\n")
-            }
-            Verdict::Cpu { procs, speedup } => {
-                format!("Verdict: CPU on {}, {speedup:.2}x faster than the GPU end to end.\n", ps(procs))
-            }
-        };
-        for in_flight in [1, 2] {
-            if let Ok(p) = self.predict_pipeline(&b.kernel, b.n, in_flight, b.residency) {
-                out += &self.explain_pipeline(&p);
-                out.push('\n');
-            }
-        }
-        // The verdict above is for one batch; a stream of them is judged by the time per batch.
-        let best = b.cpu.iter().copied().min_by(|x, y| x.1.total_cmp(&y.1));
-        if let (Ok(p), Some((procs, cpu))) = (self.predict_pipeline(&b.kernel, b.n, 2, b.residency), best) {
-            out += &if p.per_batch <= cpu {
-                format!(
-                    "Streaming (2 in flight): GPU, {} per batch against {} on {}.\n",
-                    secs(p.per_batch),
-                    secs(cpu),
-                    ps(procs)
-                )
-            } else {
-                format!(
-                    "Streaming (2 in flight): CPU on {}, {} per batch against the GPU's {}.\n",
-                    ps(procs),
-                    secs(cpu),
-                    secs(p.per_batch)
-                )
-            };
-        }
-        out += &match self.crossover(&b.kernel, b.residency) {
-            Ok(Crossover::At { n }) => format!("Crossover: the GPU wins from n = {n:.0} on."),
-            Ok(Crossover::Always) => "Crossover: the GPU wins at every size.".to_string(),
-            Ok(Crossover::Never { reason, wins_below: Some(_) }) => {
-                format!("Crossover: none, the GPU loses at large n — {reason}.")
-            }
-            Ok(Crossover::Never { reason, .. }) => format!("Crossover: never — {reason}."),
-            Err(e) => format!("Crossover: unknown ({e})."),
-        };
-        out
-    }
-
     /// The mapped fit a batch of `n` with `residency` is priced by, if any: inputs on the host
     /// (pinned staging: `Residency::Host`), a kernel with a measured mapped fit, and at most
     /// its `max_bytes` in and out.
@@ -549,56 +439,11 @@ impl CostModel {
     }
 }
 
-/// `1 P`, `16 Ps`.
-pub(super) fn ps(n: usize) -> String {
-    if n == 1 {
-        "1 P".to_string()
-    } else {
-        format!("{n} Ps")
-    }
-}
-
 /// A copy's time: 0 bytes cost nothing (no copy is issued).
 fn copy(fit: &super::fit::LinFit, bytes: f64) -> f64 {
     if bytes > 0.0 {
         fit.eval(bytes)
     } else {
         0.0
-    }
-}
-
-/// Seconds in a readable unit (ns, µs, ms, s).
-pub(crate) fn secs(t: f64) -> String {
-    let a = t.abs();
-    if a == 0.0 {
-        "0 s".to_string()
-    } else if a < 1e-6 {
-        format!("{:.3} ns", t * 1e9)
-    } else if a < 1e-3 {
-        format!("{:.2} µs", t * 1e6)
-    } else if a < 1.0 {
-        format!("{:.2} ms", t * 1e3)
-    } else {
-        format!("{t:.2} s")
-    }
-}
-
-/// A rate with an SI prefix (`55.0 GB/s`, `4.98 G options`).
-pub(super) fn rate(x: f64, unit: &str) -> String {
-    let (v, p) = if x >= 1e12 {
-        (x / 1e12, "T")
-    } else if x >= 1e9 {
-        (x / 1e9, "G")
-    } else if x >= 1e6 {
-        (x / 1e6, "M")
-    } else if x >= 1e3 {
-        (x / 1e3, "k")
-    } else {
-        (x, "")
-    };
-    if unit.starts_with("B/") || unit.starts_with("FLOP/s") {
-        format!("{v:.2} {p}{unit}")
-    } else {
-        format!("{v:.2} {p} {unit}")
     }
 }

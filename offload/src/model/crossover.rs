@@ -11,8 +11,9 @@
 //! wins and keeps winning to the first size where it does not, and bisects that step: n* is the
 //! next integer above it. The grid can step over a losing window narrower than 4.4%, well inside
 //! the model's ±25%.
-use super::cost::{ps, rate, secs, CostModel, Residency};
+use super::cost::{CostModel, Residency};
 use super::profile::{KernelProfile, Size};
+use super::units::{ps, rate, secs};
 use crate::error::OffloadError;
 
 /// Where the GPU starts to win.

@@ -12,15 +12,18 @@
 //!   latency), [`CostModel::predict_pipeline`] (that latency and the steady-state time per
 //!   batch with `in_flight` slots overlapping copies and kernels) and
 //!   [`CostModel::crossover`] (in [`crossover`]: the batch size n* from which the GPU wins, or
-//!   `Never` with the reason in numbers);
+//!   `Never` with the reason in numbers), and [`CostModel::explain`] (in `explain.rs`: all of
+//!   it in plain words);
 //! * [`network`] — a [`NetworkLink`] between two ranks (latency + bandwidth, measured by a
 //!   ping-pong or published) and [`NetworkLink::scatter_crossover`], the batch size from which
 //!   scattering a batch to other ranks pays: the network's crossover beside the PCIe one.
 pub mod cost;
 pub mod crossover;
+mod explain;
 pub mod fit;
 pub mod network;
 pub mod profile;
+pub(crate) mod units;
 
 pub use cost::{Bound, Breakdown, CostModel, Pipeline, Residency, Verdict};
 pub use crossover::Crossover;

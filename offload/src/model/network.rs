@@ -322,7 +322,7 @@ impl NetworkLink {
         format!(
             "{}: {} + {:.2} GB/s [{src}]",
             self.label,
-            super::cost::secs(self.latency_s),
+            super::units::secs(self.latency_s),
             self.bandwidth_bytes_per_s / 1e9
         )
     }
@@ -394,12 +394,12 @@ impl NetworkLink {
                     "link-bound: per item, {} ranks save {} of compute ({} per item on one rank) but \
                      {} B in and {} B out at {:.2} GB/s cost {}",
                     ranks,
-                    super::cost::secs(saved),
-                    super::cost::secs(per_item),
+                    super::units::secs(saved),
+                    super::units::secs(per_item),
                     num(bytes.in_bytes),
                     num(bytes.out_bytes),
                     self.bandwidth_bytes_per_s / 1e9,
-                    super::cost::secs(wire)
+                    super::units::secs(wire)
                 ),
                 wins_below: None,
             });
