@@ -14,9 +14,12 @@
 //! Futures are driven by a small `block_on` (a loom `Mutex` + `Condvar`; loom's own needs its
 //! `futures` feature) or polled by hand with a no-op waker; no runtime is involved. Run with
 //! ```text
-//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 //!     cargo test -p gmprt-runtime --release --test loom_chan
 //! ```
+//! with no `LOOM_MAX_PREEMPTIONS`: every model here ends without a preemption bound (at most 3 s each
+//! on the 2-core VM), so loom explores every interleaving it can make, and CI runs them so
+//! (`EXHAUSTIVE` in `.ci/run`).
 #![cfg(loom)]
 
 use gmprt_runtime::chan::{chan, SendError, TryRecvError, TrySendError};

@@ -10,9 +10,12 @@
 //!
 //! The main model thread plays the M through `gmprt_runtime::loom_hooks`. Run with
 //! ```text
-//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 //!     cargo test -p gmprt-runtime --release --test loom_join
 //! ```
+//! with no `LOOM_MAX_PREEMPTIONS`: every model here ends without a preemption bound (under a second each
+//! on the 2-core VM), so loom explores every interleaving it can make, and CI runs them so
+//! (`EXHAUSTIVE` in `.ci/run`).
 #![cfg(loom)]
 
 use gmprt_runtime::loom_hooks::Scheduler;

@@ -18,9 +18,12 @@
 //!
 //! Run with
 //! ```text
-//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 //!     cargo test -p gmprt-runtime --release --test loom_sync
 //! ```
+//! with no `LOOM_MAX_PREEMPTIONS`: every model here ends without a preemption bound (at most 6 s each
+//! on the 2-core VM), so loom explores every interleaving it can make, and CI runs them so
+//! (`EXHAUSTIVE` in `.ci/run`).
 #![cfg(loom)]
 
 use gmprt_runtime::sync::{Mutex, Once, WaitGroup};

@@ -9,9 +9,12 @@
 //! It fails if an acquire from 0 does not take the strong count (the scheduler is dropped
 //! under the later reference) or a release to 0 does not drop it (it leaks). Run with
 //! ```text
-//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 //!     cargo test -p gmprt-runtime --release --test loom_taskrefs
 //! ```
+//! with no `LOOM_MAX_PREEMPTIONS`: every model here ends without a preemption bound (under a second each
+//! on the 2-core VM), so loom explores every interleaving it can make, and CI runs them so
+//! (`EXHAUSTIVE` in `.ci/run`).
 #![cfg(loom)]
 
 use gmprt_runtime::loom_hooks::Scheduler;

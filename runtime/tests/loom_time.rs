@@ -16,9 +16,12 @@
 //! `Scheduler::run_timers_at` (`Shared::run_timers` with an explicit clock, `u64::MAX`: every
 //! timer due), so "due" does not depend on real time. Run with
 //! ```text
-//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 //!     cargo test -p gmprt-runtime --release --test loom_time
 //! ```
+//! with no `LOOM_MAX_PREEMPTIONS`: every model here ends without a preemption bound (under a second each
+//! on the 2-core VM), so loom explores every interleaving it can make, and CI runs them so
+//! (`EXHAUSTIVE` in `.ci/run`).
 #![cfg(loom)]
 
 use gmprt_runtime::loom_hooks::Scheduler;
