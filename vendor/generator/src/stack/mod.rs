@@ -915,7 +915,7 @@ mod tests {
     }
 
     #[test]
-    fn pool_is_bounded_and_unmaps_the_rest() {
+    fn pool_keeps_at_most_its_bound() {
         let stacks: Vec<Stack> = (0..STACK_POOL_MAX + 4).map(|_| Stack::new(0x2000)).collect();
         drop(stacks);
         let pooled = STACK_POOL.with(|p| p.borrow().0.len());
