@@ -102,7 +102,7 @@ for e in "${examples[@]}"; do [ -x "$stage/bin/$e" ] || die "example $e was not 
 artifacts test- test --workspace --no-run > "$stage/workspace-tests.txt"
 grep -E '^test-(offload|kernels)-' "$stage/workspace-tests.txt" > "$stage/tests.txt" || true
 copy_all < "$stage/tests.txt"
-[ -x "$stage/bin/test-offload-cuda" ] || die "the CUDA test harness (offload/tests/cuda.rs) was not built"
+[ -x "$stage/bin/test-offload-cuda" ] || die "the CUDA test harness (offload/tests/cuda/) was not built"
 
 # Benches: offload, scheduler and net (root crate), model (gmprt-offload); the workspace's other
 # bench targets are built (see above) but not packed. `--benches`: the bench targets only, not
