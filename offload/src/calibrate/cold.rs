@@ -68,7 +68,8 @@ pub(super) fn evict(ptr: *const u8, len: usize) {
 }
 
 /// Flushes every cache line of `ptr..ptr + len` (`clflushopt` when `opt`, else `clflush`),
-/// then `mfence`s: [`evict`]'s x86-64 body. `opt` only where [`has_clflushopt`].
+/// then `mfence`s: [`evict`]'s x86-64 body, with its contract (`ptr..ptr + len` lies in one
+/// live allocation). `opt` only where [`has_clflushopt`].
 #[cfg(target_arch = "x86_64")]
 fn flush_lines(ptr: *const u8, len: usize, opt: bool) {
     use std::arch::x86_64::{_mm_clflush, _mm_mfence};
