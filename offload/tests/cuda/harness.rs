@@ -7,7 +7,7 @@ use super::*;
 /// the test's own `line` (`test [kind] name ... `) is there. Not by `"{line}ok"`: a passing test
 /// may print between its `... ` and its `ok` — the GPU probe prints the device it found — so
 /// that literal never matched on a real GPU (the first H200 run's one failure).
-pub(super) fn child_passed(code: Option<i32>, text: &str, line: &str) -> bool {
+fn child_passed(code: Option<i32>, text: &str, line: &str) -> bool {
     code == Some(0) && text.contains(line) && text.contains(" 1 passed; 0 failed;")
 }
 

@@ -13,7 +13,7 @@ pub(super) fn black_scholes_matches_cpu_and_f64_reference(b: &CudaBackend) {
     }
 }
 
-pub(super) fn black_scholes_matches_at(b: &CudaBackend, n: usize) {
+fn black_scholes_matches_at(b: &CudaBackend, n: usize) {
     let chain = black_scholes::synthetic_chain(n, 7);
     let gpu = run_bs(b, &chain);
     let mut input = vec![0u32; n * IN_WORDS];
@@ -216,7 +216,7 @@ pub(super) fn option_paths_batch_equals_one_launch_per_contract(b: &CudaBackend)
 }
 
 /// Row-major C = A·B in f64, for tolerances.
-pub(super) fn gemm_f64(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> Vec<f64> {
+fn gemm_f64(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> Vec<f64> {
     let mut c = vec![0f64; m * n];
     for i in 0..m {
         for p in 0..k {
@@ -229,7 +229,7 @@ pub(super) fn gemm_f64(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> Ve
     c
 }
 
-pub(super) fn assert_gemm_close(what: &str, k: usize, got: &[f32], want: &[f64]) {
+fn assert_gemm_close(what: &str, k: usize, got: &[f32], want: &[f64]) {
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         // Inputs in [-1, 1): each product < 1, so k·eps bounds the f32 accumulation error.
         let tol = 4.0 * k as f64 * f32::EPSILON as f64;

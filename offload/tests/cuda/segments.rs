@@ -5,7 +5,7 @@ use super::*;
 
 /// A by-segment batch: 50,000 contracts in uneven segments (empty ones included), signed
 /// positions; its staged input words, and the CPU twins' per-contract output words and sums.
-pub(super) struct BySegment {
+struct BySegment {
     chain: Vec<Contract>,
     qty: Vec<f32>,
     offsets: Vec<u32>,
@@ -14,7 +14,7 @@ pub(super) struct BySegment {
     cpu_sums: Vec<segmented::GreekSums>,
 }
 
-pub(super) fn by_segment_batch() -> BySegment {
+fn by_segment_batch() -> BySegment {
     let n = 50_000;
     let mut chain = black_scholes::synthetic_chain(n, 11);
     let qty: Vec<f32> = (0..n).map(|i| ((i % 21) as f32 - 10.0) * 100.0).collect();
@@ -51,7 +51,7 @@ pub(super) fn by_segment_batch() -> BySegment {
 }
 
 /// Runs the batch on `backend`'s slot: the sums, copied back alone.
-pub(super) fn run_by_segment(backend: &dyn Backend, b: &BySegment) -> Vec<segmented::GreekSums> {
+fn run_by_segment(backend: &dyn Backend, b: &BySegment) -> Vec<segmented::GreekSums> {
     let (n, job) = (b.chain.len(), BlackScholesBySegment { segments: b.offsets.len() - 1 });
     let mut slot = backend.new_slot(job.in_words(n), job.out_words(n)).expect("slot");
     slot.staging_in()[..b.input.len()].copy_from_slice(&b.input);
@@ -76,11 +76,7 @@ pub(super) fn by_segment_within_segment_tolerance(backend: &CudaBackend) {
 
 /// Checks device sums of the segments `sel` (in that order) against the CPU twins' within
 /// `segment_tolerance` (CPU math against CUDA math); returns the worst error / tolerance.
-pub(super) fn assert_within_segment_tolerance(
-    b: &BySegment,
-    gpu: &[segmented::GreekSums],
-    sel: &[u32],
-) -> f64 {
+fn assert_within_segment_tolerance(b: &BySegment, gpu: &[segmented::GreekSums], sel: &[u32]) -> f64 {
     let n = b.chain.len();
     let cols = segmented::BsCols::from_words(n, &b.cpu_out).expect("columns");
     let mut tol = vec![segmented::GreekSums::default(); b.offsets.len() - 1];
@@ -120,14 +116,14 @@ pub(super) fn assert_within_segment_tolerance(
 }
 
 /// Some segments of the batch, out of order and with a repeat: empty ones, the longest, the last.
-pub(super) fn selection(b: &BySegment) -> Vec<u32> {
+fn selection(b: &BySegment) -> Vec<u32> {
     let segments = b.offsets.len() as u32 - 1;
     vec![segments - 1, 0, 3, 2, 3, 1, segments / 2]
 }
 
 /// Runs `sel` of the batch on `backend`'s slot with [`BlackScholesSelected`]: the whole batch
 /// staged (as a resident book would be), only the selected segments priced and summed.
-pub(super) fn run_selected(backend: &dyn Backend, b: &BySegment, sel: &[u32]) -> Vec<segmented::GreekSums> {
+fn run_selected(backend: &dyn Backend, b: &BySegment, sel: &[u32]) -> Vec<segmented::GreekSums> {
     let n = b.chain.len();
     let job = BlackScholesSelected { segments: b.offsets.len() - 1, selected: sel.len() };
     let mut slot = backend.new_slot(job.in_words(n), job.out_words()).expect("slot");
