@@ -16,8 +16,13 @@
 //!   request) in this process on 127.0.0.1:0, and `wrk -t<procs> -c<conns, 64> -d<secs>s
 //!   --latency` as a child process. Reads requests/s and the p99 latency from wrk's report,
 //!   and gives the CPU time (user + system) the server's process and wrk each spent per
-//!   request (`getrusage`). On 2 cores shared with wrk, requests/s swings ~20% between runs with
-//!   the machine; the CPU per request moves far less, and says which server costs more.
+//!   request (`getrusage`), and how often the server's threads blocked per 1,000 requests
+//!   (voluntary context switches: parks, `epoll_wait`s that slept), and the cores the server and
+//!   wrk kept busy together (their CPU time over the run's wall time). On 2 cores shared with
+//!   wrk, requests/s swings ~20% between runs with the machine; the CPU per request moves far
+//!   less, and says which server costs more. With the machine saturated, requests/s = cores
+//!   busy ÷ (server + wrk CPU per request): of two servers at the same CPU per request, the one
+//!   that leaves cores idle serves less.
 //! * **echo**: the side's echo server in this process; the client is this binary again in a
 //!   child process (`--client echo`, a tokio runtime with `procs` workers): `conns` (1000)
 //!   connections each send a `msg`-byte (64) message and read the echo, over and over for
@@ -215,6 +220,9 @@ const RTS: Metric = Metric { name: "round trips/s", unit: "1/s", higher_is_bette
 const P99: Metric = Metric { name: "p99 latency", unit: "µs", higher_is_better: false };
 const SERVER_CPU: Metric = Metric { name: "server CPU/request", unit: "µs", higher_is_better: false };
 const CLIENT_CPU: Metric = Metric { name: "wrk CPU/request", unit: "µs", higher_is_better: false };
+const BUSY: Metric = Metric { name: "cores busy", unit: "cores", higher_is_better: true };
+const SERVER_SLEEPS: Metric =
+    Metric { name: "server sleeps/1k req", unit: "1/1000", higher_is_better: false };
 const BYTES: Metric = Metric { name: "bytes/connection", unit: "B", higher_is_better: false };
 
 /// Every run's figures: (workload, the metric's place in its run's list) → side → one value per
@@ -341,10 +349,14 @@ fn idle_fit(asked: usize, nofile: Option<u64>) -> (usize, String) {
 fn http_run(side: &Side, procs: usize, conns: usize, secs: u64) -> io::Result<Vec<(Metric, f64)>> {
     let server = (side.http)(procs)?;
     let (own0, children0) = (cpu_us(libc::RUSAGE_SELF), cpu_us(libc::RUSAGE_CHILDREN));
+    let slept0 = sleeps(libc::RUSAGE_SELF);
+    let t0 = Instant::now();
     let r = client::wrk(server.addr, procs, conns, secs)?;
+    let wall_us = t0.elapsed().as_secs_f64() * 1e6;
     // This process is the server (its main thread waits for wrk meanwhile); wrk is its only
     // child since the last reading, waited for by `wrk` above.
     let (own, children) = (cpu_us(libc::RUSAGE_SELF) - own0, cpu_us(libc::RUSAGE_CHILDREN) - children0);
+    let slept = sleeps(libc::RUSAGE_SELF) - slept0;
     drop(server);
     if r.errors > 0 {
         eprintln!("{}: wrk counted {} errors", side.name, r.errors);
@@ -355,6 +367,9 @@ fn http_run(side: &Side, procs: usize, conns: usize, secs: u64) -> io::Result<Ve
         (P99, r.p99_us),
         (SERVER_CPU, per_request(own)),
         (CLIENT_CPU, per_request(children)),
+        (SERVER_SLEEPS, per_request(slept) * 1e3),
+        // wrk's start and its connections' set-up are in the wall time too: a few ms of 5 s.
+        (BUSY, (own + children) / wall_us),
     ])
 }
 
@@ -363,16 +378,29 @@ fn http_run(side: &Side, procs: usize, conns: usize, secs: u64) -> io::Result<Ve
 /// throughput is set by the CPU both spend per request: this is the figure that says which
 /// side costs more, with less of the machine's drift than requests/s.
 fn cpu_us(who: libc::c_int) -> f64 {
-    // SAFETY: `getrusage` only writes the struct it is given, which is plain data.
-    let ru = unsafe {
+    rusage(who).map_or(f64::NAN, |ru| {
+        let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+        us(ru.ru_utime) + us(ru.ru_stime)
+    })
+}
+
+/// Voluntary context switches of this process's threads (`RUSAGE_SELF`, threads that have
+/// exited included): each is a thread that blocked (a futex, `epoll_wait`, a sleep) and was
+/// later woken. A server that parks and wakes its threads more often per request pays for it
+/// in the kernel's scheduler and in wake-up latency. Involuntary switches are left out: on a
+/// machine where wrk shares the cores, they count wrk's preemptions, not the server's choices.
+fn sleeps(who: libc::c_int) -> f64 {
+    rusage(who).map_or(f64::NAN, |ru| ru.ru_nvcsw as f64)
+}
+
+/// `getrusage(who)`, or `None` if it fails.
+fn rusage(who: libc::c_int) -> Option<libc::rusage> {
+    // SAFETY: `getrusage` only writes the struct it is given, which is plain data (all-zero is
+    // a valid value of it).
+    unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
-        if libc::getrusage(who, &mut ru) != 0 {
-            return f64::NAN;
-        }
-        ru
-    };
-    let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
-    us(ru.ru_utime) + us(ru.ru_stime)
+        (libc::getrusage(who, &mut ru) == 0).then_some(ru)
+    }
 }
 
 fn echo_run(
@@ -524,6 +552,8 @@ fn fmt_value(v: f64, m: &Metric) -> String {
         "µs" if v < 100.0 => format!("{v:.2} µs"),
         "µs" => format!("{v:.0} µs"),
         "B" => format!("{v:.0} B"),
+        "1/1000" => format!("{v:.1}"),
+        "cores" => format!("{v:.3}"),
         _ => {
             // Thousands separators for rates.
             let s = format!("{:.0}", v);
