@@ -32,7 +32,7 @@
 //! workers' (under `central`, as every other close), and a take clears the flag with the
 //! batch. A `quiet` left from a batch taken meanwhile is cleared by that take, so it never
 //! closes a later batch on a stale signal. `tests/loom_quiesce.rs` (gmprt-runtime) checks the
-//! runtime's side of the protocol; `offload/tests/batcher.rs` the Batcher's.
+//! runtime's side of the protocol; `offload/tests/batcher/` the Batcher's.
 //!
 //! [`QuiescentHook`]: gmprt_runtime::QuiescentHook
 //! [`BatcherConfig::runtime`]: super::BatcherConfig::runtime
