@@ -227,7 +227,7 @@ pub const WARM_UP_QUICK: Duration = Duration::from_millis(100);
 ///
 /// ```no_run
 /// // Not run as a doctest: even a quick calibration measures for seconds (far longer in a
-/// // debug build); `offload/tests/model.rs` runs a quick Host one. No GPU is needed.
+/// // debug build); `offload/tests/model/live.rs` runs a quick Host one. No GPU is needed.
 /// use gmprt_offload::calibrate::{calibrate, CalibrateOptions};
 /// use gmprt_offload::model::{CostModel, ProfileSource};
 /// use gmprt_offload::Device;
