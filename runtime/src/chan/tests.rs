@@ -1,5 +1,5 @@
 //! Unit tests of the channel internals: the waiter slab (reuse, shrink, nothing left behind by
-//! cancellation or select) and `pollorder`. Behaviour is tested in `tests/chan.rs`,
+//! cancellation or select) and `pollorder`. Behaviour is tested in `tests/chan/`,
 //! `tests/proptest_chan.rs` and `runtime/tests/loom_chan.rs`.
 
 use super::select::poll_order;
