@@ -24,7 +24,28 @@ macro_rules! done {
 #[inline]
 pub fn done<T>() -> T {
     assert!(is_generator(), "done is only possible in a generator");
+    // gmprt patch: a generator of `()` (every loom thread) gets `()` back, so `done!()` returns
+    // from the function it is written in; written in the body, as loom writes it, the body
+    // returns and the generator ends, with no unwinding (GMPRT-PATCH.md).
+    if let Some(unit) = unit_value::<T>() {
+        return unit;
+    }
     std::panic::panic_any(Error::Done)
+}
+
+/// gmprt patch: `Some(())` as a `T` when `T` is `()`, else `None`.
+#[inline]
+fn unit_value<T>() -> Option<T> {
+    // `()` is the only type of size 0, without drop glue, named `()`: a nominal type's name
+    // carries its path. Should a toolchain ever name it otherwise, this is `None` and `done`
+    // unwinds as published.
+    let unit = std::mem::size_of::<T>() == 0
+        && std::mem::align_of::<T>() == 1
+        && !std::mem::needs_drop::<T>()
+        && std::any::type_name::<T>() == "()";
+    // SAFETY: `T` is `()` (checked above), so `()`'s zero bytes are a valid `T`, and
+    // `transmute_copy` reads `size_of::<T>() == 0` bytes.
+    unit.then(|| unsafe { std::mem::transmute_copy::<(), T>(&()) })
 }
 
 /// switch back to parent context
@@ -176,5 +197,68 @@ pub fn co_get_yield<A: Any>() -> Option<A> {
 pub fn co_set_para<A: Any>(para: A) {
     if let Some(ctx) = ContextStack::current().co_ctx() {
         ctx.set_para(para)
+    }
+}
+
+/// gmprt patch: `done!()` in a generator of `()` returns instead of unwinding; any other
+/// generator still unwinds (GMPRT-PATCH.md).
+#[cfg(test)]
+mod gmprt_done_tests {
+    use crate::Gn;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+
+    /// Counts its drops, and the drops that ran while a panic unwound the stack.
+    struct Guard {
+        drops: Arc<AtomicUsize>,
+        unwinding: Arc<AtomicUsize>,
+    }
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            self.drops.fetch_add(1, SeqCst);
+            if std::thread::panicking() {
+                self.unwinding.fetch_add(1, SeqCst);
+            }
+        }
+    }
+
+    fn guard() -> (Guard, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+        let (drops, unwinding) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        (Guard { drops: drops.clone(), unwinding: unwinding.clone() }, drops, unwinding)
+    }
+
+    /// loom's shape: a `()` body that yields, then ends with `done!()`. The body returns: its
+    /// locals drop once, not during an unwind, and the generator is done.
+    #[test]
+    fn unit_done_returns_without_unwinding() {
+        let (g, drops, unwinding) = guard();
+        let mut gen = Gn::<()>::new(move || {
+            let _g = g;
+            crate::yield_with(());
+            done!();
+        });
+        gen.resume();
+        assert!(!gen.is_done());
+        assert_eq!(drops.load(SeqCst), 0);
+        gen.resume();
+        assert!(gen.is_done());
+        assert_eq!((drops.load(SeqCst), unwinding.load(SeqCst)), (1, 0));
+    }
+
+    /// Any other return type: `done!()` still unwinds the body, as published, and the last
+    /// resume returns nothing.
+    #[test]
+    fn other_done_still_unwinds() {
+        let (g, drops, unwinding) = guard();
+        let mut gen = Gn::<()>::new_scoped(move |mut s| {
+            let _g = g;
+            s.yield_(7u32);
+            done!();
+        });
+        assert_eq!(gen.next(), Some(7));
+        assert_eq!(gen.next(), None);
+        assert!(gen.is_done());
+        assert_eq!((drops.load(SeqCst), unwinding.load(SeqCst)), (1, 1));
     }
 }
