@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo bench --bench net -- [http] [echo] [idle] [--secs S] [--conns N] [--rounds R]
-//!                            [--procs P] [--msg BYTES] [--json PATH]
+//!                            [--procs P] [--msg BYTES] [--json PATH] [--gmprt-max-threads M]
 //! ```
 //!
 //! No workload named runs all three. Each runs `--rounds` rounds (default 3); within a round
@@ -88,6 +88,11 @@ struct Cli {
     /// Echo message size in bytes.
     #[arg(long, default_value_t = 64)]
     msg: usize,
+    /// `Builder::max_threads` of gmprt's in-process servers (http, echo): every M, the one
+    /// blocked in netpoll included. Default: the runtime's. tokio has no counterpart (its
+    /// worker count is `--procs`).
+    #[arg(long)]
+    gmprt_max_threads: Option<usize>,
     /// Where to write the JSON summary (default: target/bench-net.json).
     #[arg(long)]
     json: Option<PathBuf>,
@@ -168,6 +173,12 @@ fn main() {
     if cli.rounds == 0 || cli.secs == 0 || cli.msg == 0 {
         fail("--rounds, --secs and --msg must be at least 1");
     }
+    if let Some(m) = cli.gmprt_max_threads {
+        if m < procs {
+            fail(&format!("--gmprt-max-threads {m} is below --procs {procs}: every P needs an M"));
+        }
+        gmprt_side::MAX_THREADS.set(m).expect("set once, before any server");
+    }
     coordinate(&cli, procs, nofile);
 }
 
@@ -239,6 +250,11 @@ fn coordinate(cli: &Cli, procs: usize, nofile: Option<u64>) {
         let note = "only one side is built: the other runs alone";
         eprintln!("note: {note}");
         notes.push(note.to_string());
+    }
+    if let Some(m) = cli.gmprt_max_threads {
+        let note = format!("gmprt's in-process servers run with Builder::max_threads({m})");
+        eprintln!("note: {note}");
+        notes.push(note);
     }
     let workloads = if cli.workloads.is_empty() {
         vec![Workload::Http, Workload::Echo, Workload::Idle]

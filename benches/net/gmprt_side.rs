@@ -48,8 +48,16 @@ where
     Ok(Server::new(addr, accepted, move || drop(rt)))
 }
 
+/// `--gmprt-max-threads`, when given: the servers' `Builder::max_threads`.
+pub static MAX_THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
 fn gmprt_rt(procs: usize) -> io::Result<gmprt::Runtime> {
-    gmprt::Runtime::builder().procs(procs).build().map_err(io::Error::other)
+    let b = gmprt::Runtime::builder().procs(procs);
+    let b = match MAX_THREADS.get() {
+        Some(&m) => b.max_threads(m),
+        None => b,
+    };
+    b.build().map_err(io::Error::other)
 }
 
 fn gmprt_http(procs: usize) -> io::Result<Server> {
