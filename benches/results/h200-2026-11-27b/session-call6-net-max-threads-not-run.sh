@@ -4,8 +4,8 @@
 # the H100)? On the 2-core VM, gmprt's HTTP server kept 0.95-0.99x the cores tokio's kept busy,
 # and 0.99-1.00x with --gmprt-max-threads 2 (benches/README.md, "Sleeps and idle cores"): the M
 # blocked in netpoll holds no P, so a P it releases is run by one more M. Interleaved sets,
-# default against the cap at procs, echo then http, main's bench-net (scripts/gpu/build.sh);
-# ~4 min.
+# default against the cap at procs, echo then http (where wrk is installed), main's bench-net
+# (scripts/gpu/build.sh); ~2-4 min.
 # usage: bash benches/results/h200-2026-11-27b/session-call6-net-max-threads-not-run.sh LIMIT
 set -u
 . scripts/gpu/session-lib.sh
@@ -15,7 +15,10 @@ for r in 1 2; do
   for v in default cap16; do
     cap=(); [ $v = cap16 ] && cap=(--gmprt-max-threads 16)
     step "echo-$v-$r" 45 $B/bench-net echo --procs 16 --rounds 3 --secs 3 "${cap[@]}" --json /tmp/echo.json
-    step "http-$v-$r" 45 $B/bench-net http --procs 16 --rounds 3 --secs 3 "${cap[@]}" --json /tmp/http.json
+    # http needs wrk, which the GPU machines may not have (they reach no package registry).
+    if command -v wrk >/dev/null; then
+      step "http-$v-$r" 45 $B/bench-net http --procs 16 --rounds 3 --secs 3 "${cap[@]}" --json /tmp/http.json
+    fi
   done
 done
 session_end
