@@ -174,8 +174,9 @@ fn main() {
         fail("--rounds, --secs and --msg must be at least 1");
     }
     if let Some(m) = cli.gmprt_max_threads {
-        if m < procs {
-            fail(&format!("--gmprt-max-threads {m} is below --procs {procs}: every P needs an M"));
+        // The runtime's own check of the pair, once here, before either side runs.
+        if let Err(e) = gmprt::Runtime::builder().procs(procs).max_threads(m).build() {
+            fail(&format!("--gmprt-max-threads {m} with --procs {procs}: {e}"));
         }
         gmprt_side::MAX_THREADS.set(m).expect("set once, before any server");
     }
