@@ -5,7 +5,8 @@
 # and 0.99-1.00x with --gmprt-max-threads 2 (benches/README.md, "Sleeps and idle cores"): the M
 # blocked in netpoll holds no P, so a P it releases is run by one more M. Interleaved sets,
 # default against the cap at procs, echo then http (where wrk is installed), main's bench-net
-# (scripts/gpu/build.sh); ~2-4 min.
+# (scripts/gpu/build.sh); ~2-4 min. Capped, the runtime warns on stderr for every startm the cap
+# refuses (hundreds a second on 2 cores): the step files will be long, and xz packs them small.
 # usage: bash benches/results/h200-2026-11-27b/session-call6-net-max-threads-not-run.sh LIMIT
 set -u
 . scripts/gpu/session-lib.sh
