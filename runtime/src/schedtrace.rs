@@ -7,7 +7,8 @@
 //! `idlethreads` the parked Ms; `runqueue` the global queue; the bracket each P's local queue
 //! (plus its `runnext`). The numbers are read without stopping the world, as in Go. sysmon
 //! prints it (`sched/sysmon.rs`). Once sysmon has seen a poll hog its P for over 10 ms,
-//! ` longpolls=N` is appended (Go needs no such field: it preempts). Once latencies have been
+//! ` longpolls=N` is appended (Go needs no such field: it preempts); once a `startm` found no
+//! M and could not start one (the `max_threads` cap), ` nom=N` (`RuntimeStats::startm_no_m`). Once latencies have been
 //! sampled (`RuntimeStats::sched_latency`, `poll_time`), ` schedlat=p50/p99 polltime=p50/p99`
 //! follows: the distributions since start-up, merged from the per-P histograms (a lock per P,
 //! once per line: nothing on the scheduling path).
@@ -29,6 +30,11 @@ pub(crate) fn line(shared: &Shared, elapsed: Duration) -> String {
     let lens: Vec<String> = shared.allp.iter().map(|p| p.queued().to_string()).collect();
     let long = shared.external_stats.long_polls.get();
     let mut tail = if long > 0 { format!(" longpolls={long}") } else { String::new() };
+    // `startm`s refused for want of a thread (the `max_threads` cap): shown once there is one.
+    let no_m = shared.external_stats.startm_no_m.get();
+    if no_m > 0 {
+        tail += &format!(" nom={no_m}");
+    }
     // The scheduling counters since start-up (sums over the per-P blocks; see
     // `RuntimeStats::scaling_line` for their meaning).
     let mut st = RuntimeStats::default();

@@ -135,6 +135,9 @@ pub(crate) struct Sched {
     pub(crate) threads: Vec<crate::loom::thread::JoinHandle<()>>,
     /// Ms ever started (ids).
     pub(crate) mnext: usize,
+    /// A `startm` has found no idle M and could not start one, and said so on stderr: later
+    /// ones are only counted (`RuntimeStats::startm_no_m`).
+    pub(crate) newm_warned: bool,
 }
 
 /// What a parked M waits for: a P to run with, or shutdown.
@@ -263,9 +266,19 @@ impl Shared {
             // Keep the P usable; the work it was meant for stays queued for other Ms. The M
             // blocked in netpoll (if any) is in no idle list but can run it: break it
             // (netpoll/mod.rs, `netpollBreak`).
+            self.external_stats.startm_no_m.bump_shared();
+            // Said once per runtime, then counted: with `max_threads == procs`, a setting the
+            // Builder allows, the M blocked in netpoll makes every such `startm` refused (it
+            // was 380-430 lines a second under the HTTP bench on 2 cores).
+            let first = !std::mem::replace(&mut s.newm_warned, true);
             drop(s);
             self.netpoll_break();
-            eprintln!("gmprt: could not start a worker thread ({e}); continuing with fewer Ms");
+            if first {
+                eprintln!(
+                    "gmprt: could not start a worker thread ({e}); continuing with fewer Ms \
+                     (said once; RuntimeStats::startm_no_m counts every time)"
+                );
+            }
         }
     }
 

@@ -156,6 +156,7 @@ impl Shared {
                 syscall_waiters: Vec::new(),
                 threads: Vec::new(),
                 mnext: 0,
+                newm_warned: false,
             })),
             npidle: CachePadded::new(AtomicUsize::new(0)),
             nmspinning: CachePadded::new(AtomicUsize::new(0)),

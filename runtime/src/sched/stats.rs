@@ -84,6 +84,7 @@ pub(crate) struct PStats {
     pub(crate) startm_inject: Counter,
     pub(crate) startm_spinner: Counter,
     pub(crate) startm_other: Counter,
+    pub(crate) startm_no_m: Counter,
     pub(crate) global_takes: Counter,
     pub(crate) parks: Counter,
     pub(crate) unparks: Counter,
@@ -198,6 +199,13 @@ pub struct RuntimeStats {
     pub startm_spinner: u64,
     /// ... and the rest: timers, the netpoller, sysmon, a P handed off from a syscall.
     pub startm_other: u64,
+    /// Of all `startm`s, those that found no parked M and could not start a thread: the
+    /// thread cap ([`Builder::max_threads`](crate::Builder::max_threads)) was reached or the
+    /// OS refused one. The P went back to the idle list, where the Ms that are awake find it,
+    /// and the M blocked in the netpoller, if any, was woken to run it. Only the first is
+    /// reported on stderr. With `max_threads == procs` this counts about every wake-up that
+    /// finds one M blocked in the netpoller: that M holds no P, so a third M is wanted.
+    pub startm_no_m: u64,
     /// Takes from the global queue (single fairness takes and batch refills).
     pub global_takes: u64,
     /// Times an M parked for lack of work.
@@ -336,6 +344,7 @@ impl RuntimeStats {
         self.startm_inject += p.startm_inject.get();
         self.startm_spinner += p.startm_spinner.get();
         self.startm_other += p.startm_other.get();
+        self.startm_no_m += p.startm_no_m.get();
         self.global_takes += p.global_takes.get();
         self.parks += p.parks.get();
         self.unparks += p.unparks.get();
