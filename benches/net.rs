@@ -9,8 +9,10 @@
 //! No workload named runs all three. Each runs `--rounds` rounds (default 3); within a round
 //! every side runs once, the order alternating between rounds (tokio first in odd rounds,
 //! gmprt first in even ones), so a drift of the machine spreads over both. The table gives the
-//! median of the rounds and gmprt/tokio; `target/bench-net.json` (or `--json PATH`) holds every
-//! round's figure.
+//! median of the rounds and gmprt/tokio, then the *paired* ratio: gmprt's run over tokio's in
+//! the same round, the median of those ratios and a distribution-free confidence interval for it
+//! (`report.rs`), which says whether a target such as "≥ 1.0× tokio" is met beyond the machine's
+//! drift; `target/bench-net.json` (or `--json PATH`) holds every round's figure.
 //!
 //! * **http**: the side's hyper HTTP/1.1 server (peers.rs: keep-alive, `hello\n` for every
 //!   request) in this process on 127.0.0.1:0, and `wrk -t<procs> -c<conns, 64> -d<secs>s
@@ -240,9 +242,10 @@ const SERVER_SLEEPS: Metric =
     Metric { name: "server sleeps/1k req", unit: "1/1000", higher_is_better: false };
 const BYTES: Metric = Metric { name: "bytes/connection", unit: "B", higher_is_better: false };
 
-/// Every run's figures: (workload, the metric's place in its run's list) → side → one value per
-/// round.
-type Figures = BTreeMap<(Workload, usize), (Metric, BTreeMap<&'static str, Vec<f64>>)>;
+/// Every run's figures: (workload, the metric's place in its run's list) → side → (round, value)
+/// for each round the side's run succeeded in. The round pairs the two sides' runs for the
+/// paired ratios (`report.rs`).
+type Figures = BTreeMap<(Workload, usize), (Metric, BTreeMap<&'static str, Vec<(usize, f64)>>)>;
 
 fn coordinate(cli: &Cli, procs: usize, nofile: Option<u64>) {
     let sides = sides();
@@ -314,7 +317,7 @@ fn coordinate(cli: &Cli, procs: usize, nofile: Option<u64>) {
                                 .1
                                 .entry(side.name)
                                 .or_default()
-                                .push(v);
+                                .push((round, v));
                         }
                     }
                     Err(e) => {

@@ -16,6 +16,7 @@
 //! Then the scheduling counters since start-up (`RuntimeStats`): `steals=S/A` successful steals
 //! of victim visits, `stolen` tasks they took, `rnsteals` of them from a `runnext`, `backoffs`
 //! before taking a running P's `runnext`, `startm=` by cause (submit/inject/spinner/other),
+//! `deferred` of those left to an M without a P instead of a new thread (`startm_deferred`),
 //! `rearms` of the idle path, and the three that read 0 by design: `rnrearms` (re-arms for a
 //! running P's `runnext` alone), `overcap` (spinning past busy/2), `rnearly` (a running P's
 //! `runnext` taken without a back-off).
@@ -40,7 +41,7 @@ pub(crate) fn line(shared: &Shared, elapsed: Duration) -> String {
     let mut st = RuntimeStats::default();
     shared.stat_blocks().for_each(|b| st.add(b));
     tail += &format!(
-        " steals={}/{} stolen={} rnsteals={} backoffs={} startm={}/{}/{}/{} rearms={} rnrearms={} overcap={} rnearly={}",
+        " steals={}/{} stolen={} rnsteals={} backoffs={} startm={}/{}/{}/{} deferred={} rearms={} rnrearms={} overcap={} rnearly={}",
         st.steals,
         st.steal_attempts,
         st.stolen,
@@ -50,6 +51,7 @@ pub(crate) fn line(shared: &Shared, elapsed: Duration) -> String {
         st.startm_inject,
         st.startm_spinner,
         st.startm_other,
+        st.startm_deferred,
         st.rearms,
         st.rearms_runnext_only,
         st.spin_over_cap,

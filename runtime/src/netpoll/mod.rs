@@ -52,8 +52,11 @@
 //! # `netpollBreak`
 //! The M blocked in `netpoll` holds no P and is in no idle list; it is woken by an event, its
 //! timeout, or [`Shared::netpoll_break`]. Breaks are needed: at shutdown (the M must exit), and
-//! when `startm` cannot start a thread for an idle P (the thread cap): the M in `netpoll` is
-//! then the one that can run the work. Timers need none here: unlike Go, every idle M parks
+//! when `startm` starts no thread for an idle P (`sched/idle.rs`, step 5: the Ms outside
+//! blocking calls already number `procs`; or the thread cap): the M in `netpoll` is then the one
+//! that can run the work, as a tokio worker parked on its driver is. An M that claims `netpoll`
+//! looks at the queues and the idle list once more after its claim, in case the break was read
+//! by a poll that ran before it (`sched/worker.rs`). Timers need none here: unlike Go, every idle M parks
 //! with the earliest deadline it saw (`stopm(timer)`), so a timer added while one M waits in
 //! `netpoll` with a later timeout is still served on time by another.
 //!
@@ -299,6 +302,13 @@ impl Shared {
     pub(crate) fn netpoll_claim(&self) -> bool {
         // SeqCst: read after the idle path's fence (module doc, (a)).
         self.netpoll_any_waiters() && self.net.lastpoll.swap(0, SeqCst) != 0
+    }
+
+    /// Gives back a claim taken by [`Shared::netpoll_claim`] without polling: the claimer saw
+    /// work and an idle P on its look after the claim (`sched/worker.rs`) and runs instead.
+    pub(crate) fn netpoll_unclaim(&self) {
+        // SeqCst, as the store after a blocking poll: the next idle M or sysmon may poll.
+        self.net.lastpoll.store(self.now_nanos().max(1), SeqCst);
     }
 
     /// Step 2: blocks in `netpoll` until an event, a break, or `until` (runtime nanoseconds,

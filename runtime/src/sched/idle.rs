@@ -51,6 +51,19 @@
 //!    so the argument below is unchanged.
 //! 4. **`wakep` that finds no idle P** undoes its `nmspinning` increment, `fence(SeqCst)`s and
 //!    rechecks the queues and `npidle`; if both show something it tries again.
+//! 5. **`startm` that finds no parked M** (unlike Go's, which always starts a thread then):
+//!    when it is for queued tasks (a spawn, a wake, the global queue, a spinner passing on;
+//!    not a timer, a socket waiter off any M or a hand-off), the P holds no task of its own
+//!    (one from the idle list holds none) and the Ms outside blocking calls already number
+//!    `procs`, it starts no thread. It puts the P back on the idle list (undoing the spinning count), then breaks
+//!    the netpoller (`netpollBreak`), and leaves the work to an M that holds no P and is not
+//!    parked: by counting, one exists (below). Such an M either is on its idle path, whose
+//!    last looks find the work, or is blocked in `netpoll`, which the break ends; an M that
+//!    claims `netpoll` looks once more after its claim (`worker.rs`), for a break read by an
+//!    earlier poll. This is the tokio shape (a worker parked on the I/O driver holds its core,
+//!    and a notification unparks it through the driver) within Go's: under HTTP on 2 cores the
+//!    third M that Go's rule starts, for the P the M in `netpoll` released, left 3% of the
+//!    cores idle (`RuntimeStats::startm_deferred` counts these).
 //!
 //! # Why no wakeup is lost (proof sketch, in the form of rayon-core's sleep README)
 //! Take a task T pushed at time W by a submitter that then runs `wakep`. Suppose, for a
@@ -86,6 +99,18 @@
 //!   same position: the M that polled it is awake, and its own queue, which it looks at before
 //!   any idle path, holds it (unless a thief took it). The other tasks of that queue were
 //!   pushed with their own `wakep`.
+//! * A `startm` that starts no thread (step 5) held `sched`, found `midle` empty and counted
+//!   `t - s ≥ procs` Ms (`t` started, `s` inside `syscall`, whose count rises before the P is
+//!   given up and falls after one is taken back). At most `procs - 1` of the other `t - s`
+//!   hold a P (its own P is idle), so one, M_i, holds none and is not parked: it is between its
+//!   idle path's `pidleput` and `stopm`'s push to `midle` (or just started, on its way there),
+//!   or blocked in `netpoll`. M_i's `stopm` takes `sched` after this `startm` released it (else
+//!   `midle` was not empty) and makes its last look there, which sees T (queued before the
+//!   submitter's fence, before this `startm`) and an idle P. If M_i claims `netpoll` instead,
+//!   either its claim comes after the break, and its look after the claim sees T and the P
+//!   put back before the break; or the break comes after the claim, when no other poll can
+//!   read it (`lastpoll == 0` stops them), and ends M_i's poll. Either way M_i takes a P,
+//!   spinning if the cap allows — if not, the spinners it counted find T, as above.
 //!
 //! Each repetition happens strictly later in the fence order and involves an M that is
 //! awake at that point, so "every M sleeps while T is queued" cannot be reached.
@@ -258,6 +283,28 @@ impl Shared {
             drop(s);
             self.external_stats.unparks.bump_shared();
             self.trace_unpark();
+            return;
+        }
+        // No parked M. A start for queued tasks (a spawn's, a wake's, the global queue's, a
+        // spinner's passing on: every M's last look reads those queues) with a P that holds
+        // none of its own gets no new thread while the Ms not in a blocking call already
+        // number `procs`: one of them then holds no P and is on its idle path or blocked in
+        // netpoll, and it runs the work instead (step 5). Not for `Other` (a timer, a socket
+        // waiter off any M, sysmon, a P handed off from a blocking call): what those need an M
+        // for is not in a queue, and an M's last look would not see it; nor for a P with tasks
+        // in its own queue, which thieves skip while it is idle. A third M for two Ps, the one
+        // the M in netpoll left its P to, is what kept cores idle under HTTP on 2 cores
+        // (benches/README.md, "Sleeps and idle cores").
+        let ms_out_of_calls = s.threads.len().saturating_sub(self.dead.in_syscall.load(SeqCst));
+        if from != WakeFrom::Other && ms_out_of_calls >= self.procs() && !self.allp[p.id].has_work() {
+            st.startm_deferred.bump_shared();
+            self.pidleput(&mut s, p);
+            if spinning {
+                self.nmspinning.fetch_sub(1, SeqCst);
+            }
+            drop(s);
+            // The M that takes it over may be blocked in netpoll, or about to block there.
+            self.netpoll_break();
             return;
         }
         // No idle M: start one (Go's `newm`). Spawning under the lock keeps shutdown's

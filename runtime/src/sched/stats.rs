@@ -85,6 +85,7 @@ pub(crate) struct PStats {
     pub(crate) startm_spinner: Counter,
     pub(crate) startm_other: Counter,
     pub(crate) startm_no_m: Counter,
+    pub(crate) startm_deferred: Counter,
     pub(crate) global_takes: Counter,
     pub(crate) parks: Counter,
     pub(crate) unparks: Counter,
@@ -206,6 +207,12 @@ pub struct RuntimeStats {
     /// reported on stderr. With `max_threads == procs` this counts about every wake-up that
     /// finds one M blocked in the netpoller: that M holds no P, so a third M is wanted.
     pub startm_no_m: u64,
+    /// `startm`s for queued tasks (`startm_submit`, `_inject`, `_spinner`) that found no
+    /// parked M and started no thread because the Ms outside blocking calls already
+    /// numbered `procs`: the P went back to the idle list for the M that is on its idle path or
+    /// blocked in the netpoller, which was woken (`sched/idle.rs`, step 5). Not counted in
+    /// `startm_no_m`.
+    pub startm_deferred: u64,
     /// Takes from the global queue (single fairness takes and batch refills).
     pub global_takes: u64,
     /// Times an M parked for lack of work.
@@ -278,13 +285,14 @@ impl RuntimeStats {
     }
 
     /// The structural counters on one line, as `million_tasks` and the scaling bench print
-    /// them: `key=value` pairs, the ratios first, then the counters that read 0 by design.
+    /// them: `key=value` pairs, the ratios first, then the counters that read 0 by design, then
+    /// `startm_deferred` (added last, so earlier fields keep their places).
     pub fn scaling_line(&self) -> String {
         format!(
             "steal_attempts_per_task={:.3} tasks_per_steal={:.2} steals={} stolen={} runnext_steals={} \
              runnext_backoffs={} unparks_per_1k_tasks={:.2} startm_submit={} startm_inject={} \
              startm_spinner={} startm_other={} rearms={} rearms_refused={} parks={} \
-             rearms_runnext_only={} spin_over_cap={} runnext_steals_early={}",
+             rearms_runnext_only={} spin_over_cap={} runnext_steals_early={} startm_deferred={}",
             self.steal_attempts_per_task(),
             self.tasks_per_steal(),
             self.steals,
@@ -302,6 +310,7 @@ impl RuntimeStats {
             self.rearms_runnext_only,
             self.spin_over_cap,
             self.runnext_steals_early,
+            self.startm_deferred,
         )
     }
 
@@ -345,6 +354,7 @@ impl RuntimeStats {
         self.startm_spinner += p.startm_spinner.get();
         self.startm_other += p.startm_other.get();
         self.startm_no_m += p.startm_no_m.get();
+        self.startm_deferred += p.startm_deferred.get();
         self.global_takes += p.global_takes.get();
         self.parks += p.parks.get();
         self.unparks += p.unparks.get();

@@ -222,6 +222,22 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
         // Tasks wait on sockets and no M polls: this one blocks in netpoll, until the earliest
         // timer (netpoll/mod.rs, step 2).
         if shared.netpoll_claim() {
+            // One more look, now that we hold the claim: a `startm` that left its P to an idle
+            // M (idle.rs, step 5) after our last look broke the netpoller, but that break may
+            // have been read by a poll that ran before our claim. It put the P back before it
+            // broke, so either this look sees the P and the work, or its break comes after our
+            // claim and wakes the poll below (no poll but ours reads the break while we hold it).
+            if shared.npidle.load(SeqCst) > 0 && shared.work_seen().is_some() {
+                let p = shared.pidleget_spinning(&mut shared.sched.lock());
+                if let Some(p) = p {
+                    shared.netpoll_unclaim();
+                    cx.set_p(Some(p));
+                    shared.external_stats.rearms.bump_shared();
+                    m.spinning = true;
+                    continue;
+                }
+                // Another M took the P, or the spinning cap is full: they find the work.
+            }
             let ws = shared.netpoll_blocked(next_timer);
             // Go's order: a P first, then the woken tasks onto it; without one (every P busy,
             // or shutdown), the global queue, where the busy Ps find them.
