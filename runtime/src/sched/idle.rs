@@ -55,14 +55,15 @@
 //!    when it is for queued tasks (a spawn, a wake, the global queue, a spinner passing on;
 //!    not a timer, a socket waiter off any M or a hand-off), the P holds no task of its own
 //!    (one from the idle list holds none) and the Ms outside blocking calls already number
-//!    `procs`, it starts no thread. It puts the P back on the idle list (undoing the spinning count), then breaks
-//!    the netpoller (`netpollBreak`), and leaves the work to an M that holds no P and is not
+//!    `procs`, it starts no thread. It puts the P back (`pidleput`: the idle list, or an M
+//!    back from a blocking call that waits for one), undoes the spinning count, breaks the
+//!    netpoller (`netpollBreak`), and leaves the work to an M that holds no P and is not
 //!    parked: by counting, one exists (below). Such an M either is on its idle path, whose
 //!    last looks find the work, or is blocked in `netpoll`, which the break ends; an M that
 //!    claims `netpoll` looks once more after its claim (`worker.rs`), for a break read by an
 //!    earlier poll. This is the tokio shape (a worker parked on the I/O driver holds its core,
 //!    and a notification unparks it through the driver) within Go's: under HTTP on 2 cores the
-//!    third M that Go's rule starts, for the P the M in `netpoll` released, left 3% of the
+//!    third M that Go's rule starts, for the P the M in `netpoll` released, left 3-6% of the
 //!    cores idle (`RuntimeStats::startm_deferred` counts these).
 //!
 //! # Why no wakeup is lost (proof sketch, in the form of rayon-core's sleep README)
@@ -110,7 +111,9 @@
 //!   either its claim comes after the break, and its look after the claim sees T and the P
 //!   put back before the break; or the break comes after the claim, when no other poll can
 //!   read it (`lastpoll == 0` stops them), and ends M_i's poll. Either way M_i takes a P,
-//!   spinning if the cap allows — if not, the spinners it counted find T, as above.
+//!   spinning if the cap allows — if not, the spinners it counted find T, as above. If
+//!   `pidleput` gave the P to an M back from a blocking call instead, M_i may find no idle P:
+//!   that M now holds the P and is awake, and it reaches T through its own `findRunnable`.
 //!
 //! Each repetition happens strictly later in the fence order and involves an M that is
 //! awake at that point, so "every M sleeps while T is queued" cannot be reached.
