@@ -26,6 +26,8 @@
 #   a markdown table: procs | gmprt, tokio, go median ns/task | gmprt/tokio | gmprt/go |
 #     gmprt(P)/gmprt(1): ratios of ns/task (< 1: gmprt cheaper per task; for the last column,
 #     cheaper than at the smallest P)
+#   the same three ratios paired by round (each round's runs are adjacent): their median and a
+#     95% interval for it (the sign test's, from the order statistics; needs >= 6 rounds)
 #   gmprt's counter lines from the last round, per P (every non-empty output line holding '='
 #     or 'steal', verbatim)
 # A failed run is reported and the rounds go on; its cell shows `fail` (or the median of the
@@ -35,7 +37,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 die() { echo "scaling.sh: error: $*" >&2; exit 2; }
-usage() { sed -n '2,32p' "$0"; }
+usage() { sed -n '2,34p' "$0"; }
 
 tasks=1e6
 rounds=3
@@ -201,6 +203,43 @@ for p in "${procs[@]}"; do
   t=$(median tokio "$p")
   if [ -n "$gobin" ]; then o=$(median go "$p"); else o=skipped; fi
   echo "| $p | $g | $t | $o | $(ratio "$g" "$t") | $(ratio "$g" "$o") | $(ratio "$g" "$g1") |"
+done
+
+# --- paired ratios -------------------------------------------------------------------------
+# paired <rtA> <pA> <rtB> <pB>: over the rounds where both runs succeeded, the ratios A/B of the
+# same round (adjacent runs, so a drift of the machine hits both), their median, and a 95%
+# interval for that median from the order statistics: the narrowest [r(k), r(n+1-k)] of the
+# sorted ratios whose coverage 1 - 2 P(Binomial(n, 1/2) < k) is still >= 0.95 (the sign test's
+# interval, free of any assumption on the distribution; it needs n >= 6).
+paired() {
+  awk -v ra="$1" -v pa="$2" -v rb="$3" -v pb="$4" '
+    $4 != "fail" && $1 == ra && $2 == pa { a[$3] = $4 }
+    $4 != "fail" && $1 == rb && $2 == pb { b[$3] = $4 }
+    END {
+      n = 0
+      for (r in a) if ((r in b) && b[r] + 0 > 0) v[++n] = a[r] / b[r]
+      if (n == 0) { printf "-"; exit }
+      for (i = 2; i <= n; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+      m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+      k = 0; below = 0; c = 1; pe = 0.5 ^ n
+      for (kk = 1; kk <= int(n / 2); kk++) {
+        below += c * pe; c = c * (n - kk + 1) / kk
+        if (1 - 2 * below < 0.95) break
+        k = kk; cov = 1 - 2 * below
+      }
+      if (k == 0) printf "%.2f (n=%d, too few for 95%%)", m, n
+      else printf "%.2f [%.2f, %.2f] (%.1f%%, n=%d)", m, v[k], v[n + 1 - k], 100 * cov, n
+    }' "$results"
+}
+echo
+echo "paired per round: median of the ratios [95% interval] (coverage, rounds); at the line when the interval holds the target"
+echo
+echo "| procs | gmprt/tokio | gmprt/go | gmprt(P)/gmprt($base) |"
+echo "|---|---|---|---|"
+for p in "${procs[@]}"; do
+  if [ -n "$gobin" ]; then o=$(paired gmprt "$p" go "$p"); else o=skipped; fi
+  if [ "$p" = "$base" ]; then s="-"; else s=$(paired gmprt "$p" gmprt "$base"); fi
+  echo "| $p | $(paired gmprt "$p" tokio "$p") | $o | $s |"
 done
 
 # --- gmprt's counters, last round ----------------------------------------------------------
