@@ -206,7 +206,20 @@ impl Shared {
     /// Go's `pidleget`. Must hold `sched`.
     pub(crate) fn pidleget(&self, s: &mut MutexGuard<'_, Sched>) -> Option<Box<Processor>> {
         let p = s.pidle.pop()?;
-        self.npidle.fetch_sub(1, SeqCst);
+        let was = self.npidle.fetch_sub(1, SeqCst);
+        // Every P was idle: sysmon may be in its deep sleep, which only `sysmon_wake` ends
+        // (sysmon.rs; it decides to sleep under its lock from `npidle`, so a wake taken after
+        // this decrement cannot be missed). `startm` wakes it too, but a P taken here by an M
+        // on its idle path (step 3's re-arm, `stopm`'s last look, after `netpoll`) has no
+        // `startm`: since step 5 defers starts to such Ms, a P could run a long poll or enter
+        // a blocking call with sysmon asleep, and never be retaken. Not under loom, where
+        // sysmon does not run.
+        #[cfg(not(loom))]
+        if was == self.procs() {
+            self.sysmon_wake();
+        }
+        #[cfg(loom)]
+        let _ = was;
         Some(p)
     }
 
