@@ -67,6 +67,31 @@ fn reader_races_readiness_and_a_spawn_procs1() {
     });
 }
 
+/// procs = 1. A task parks on the descriptor, so the only M goes to block in `netpoll`, while
+/// this thread spawns two tasks from outside without waiting between them. A `startm` that
+/// finds the M on its way there, or blocked, starts no thread: it leaves the P to that M and
+/// breaks the poller (idle.rs, step 5), and its hold keeps the second spawn's `wakep` from
+/// `sched` (step 6). Both tasks run; then the descriptor turns ready and the reader ends.
+#[test]
+fn two_spawns_while_the_m_polls_procs1() {
+    loom::model(|| {
+        let rt = Runtime::builder().procs(1).loom_prestart_ms(0).build().unwrap();
+        let h = rt.handle();
+        let fd = Arc::new(rt.block_on(async { FakeFd::new() }).unwrap());
+        let reader = {
+            let fd = fd.clone();
+            h.spawn(async move { fd.read().await.map(|()| 1) })
+        };
+        let b = h.spawn(async { 2 });
+        let c = h.spawn(async { 3 });
+        assert_eq!((b.join().unwrap(), c.join().unwrap()), (2, 3));
+        fd.make_ready();
+        assert_eq!(reader.join().unwrap().unwrap(), 1);
+        drop(fd);
+        drop(rt);
+    });
+}
+
 /// procs = 2, at most 2 Ms. `block_on` spawns a reader; the M that runs it and the other M
 /// race to go idle (the last one blocks in `netpoll`) while the kernel makes the descriptor
 /// ready.

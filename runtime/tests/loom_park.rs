@@ -97,6 +97,29 @@ fn park_second_spawn_races_idle_path_procs1() {
     });
 }
 
+/// procs = 1. Two spawns race the idle path: while the M that ran A goes idle, the spawner
+/// submits B and then C without waiting. B's `startm` may find no parked M and leave its P
+/// to that M (idle.rs, step 5), which holds C's `wakep` back (step 6: `wake_deferred`); the
+/// M's look, or its `stopm`, must then see both. Each runs exactly once. (That the hold
+/// ends is not modelled here: a spawn D after the M parks again took this model past 6
+/// minutes. A clear that never happens hangs `tests/net_smoke.rs`, whose spawns then wait
+/// on an M blocked in `netpoll`.)
+#[test]
+fn park_two_spawns_race_idle_path_procs1() {
+    loom::model(|| {
+        let rt = Runtime::builder().procs(1).loom_prestart_ms(0).build().unwrap();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let h = rt.handle();
+        assert_eq!(h.spawn(task(&runs, 1)).join().unwrap(), 1);
+        let b = h.spawn(task(&runs, 2));
+        let c = h.spawn(task(&runs, 3));
+        assert_eq!((b.join().unwrap(), c.join().unwrap()), (2, 3));
+        assert_eq!(runs.load(SeqCst), 3);
+        let _ = assert_structural(&rt);
+        drop(rt);
+    });
+}
+
 /// procs = 2. `block_on` spawns; the spinning M that finds the task wakes another
 /// (`resetspinning`'s `wakep`), which spins, steals nothing and parks again.
 #[test]
@@ -232,13 +255,13 @@ fn parks_once(
 /// plain thread and joins them: the list must not be lost to an M on its idle path (`procs`
 /// Ps; with 2, `startidle` starts a second M for the second task).
 fn injectglist_model(procs: usize, max_preemptions: usize) {
-    list_model(procs, max_preemptions, |list| gmprt_runtime::injectglist(list));
+    list_model(procs, max_preemptions, gmprt_runtime::injectglist);
 }
 
 /// As [`injectglist_model`], woken with `wake_all` (no `startidle`: one `wakep`, and the M it
 /// starts must bring the second task's M, or run both itself).
 fn wake_all_model(procs: usize, max_preemptions: usize) {
-    list_model(procs, max_preemptions, |list| gmprt_runtime::wake_all(list));
+    list_model(procs, max_preemptions, gmprt_runtime::wake_all);
 }
 
 fn list_model(procs: usize, max_preemptions: usize, wake: fn(Vec<std::task::Waker>)) {

@@ -65,6 +65,16 @@
 //!    and a notification unparks it through the driver) within Go's: under HTTP on 2 cores the
 //!    third M that Go's rule starts, for the P the M in `netpoll` released, left 3-6% of the
 //!    cores idle (`RuntimeStats::startm_deferred` counts these).
+//! 6. **A deferral holds `wakep` back until its M has looked.** When step 5 puts its P on the
+//!    idle list it sets `wake_deferred` (under `sched`, before it undoes the spinning count).
+//!    While the flag is set, a `wakep` for queued work returns after its fence, as it does for
+//!    a counted spinner: the M that step 5 counted is still to look, and another `startm`
+//!    could only defer again. Whoever takes a P off the idle list (`pidleget`) and every M
+//!    about to park (`stopm`, before its last look) clears it, under `sched`, then
+//!    `fence(SeqCst)`s. `WakeFrom::Other` ignores it, as step 5 does. Without the hold, every
+//!    spawn in the window between an M's release of its P and its re-arm or park took
+//!    `sched` to defer once more: 13,335 of the 13,462 `startm`s of a cold 2-P
+//!    `million_tasks` run, on the lock that the idle M needed for its own look.
 //!
 //! # Why no wakeup is lost (proof sketch, in the form of rayon-core's sleep README)
 //! Take a task T pushed at time W by a submitter that then runs `wakep`. Suppose, for a
@@ -114,6 +124,18 @@
 //!   spinning if the cap allows — if not, the spinners it counted find T, as above. If
 //!   `pidleput` gave the P to an M back from a blocking call instead, M_i may find no idle P:
 //!   that M now holds the P and is awake, and it reaches T through its own `findRunnable`.
+//! * A submitter that read `wake_deferred` set (step 6) and returned read a value that
+//!   precedes, in the flag's modification order, the next clear C, whose fence F_c follows
+//!   it. So F_s precedes F_c in the fence order, and every read that happens after F_c sees T.
+//!   A clear comes: the deferral that set the flag counted an M_i that holds no P and is not
+//!   parked, and M_i next either takes an idle P (`pidleget` clears) or parks (`stopm`
+//!   clears), unless another M clears first. The clearing M either takes the P (it is awake
+//!   with a P, and its `findRunnable` and any later step-3 recheck come after F_c; or it is a
+//!   `startm` that wakes an M for it, or defers again under the same lock, and then the
+//!   deferral's own M_i looks after it), or is in `stopm`, whose last look comes after F_c
+//!   and sees T, then takes an idle P or parks beside Ms that will run T, as in the previous
+//!   point. A `wakep` from `Other` is never held back, so step 5's reasons for excluding those
+//!   stand.
 //!
 //! Each repetition happens strictly later in the fence order and involves an M that is
 //! awake at that point, so "every M sleeps while T is queued" cannot be reached.
@@ -132,7 +154,7 @@
 use super::processor::Processor;
 use super::syscall::P_RUNNING;
 use super::Shared;
-use crate::loom::sync::atomic::{fence, Ordering::Acquire, Ordering::SeqCst};
+use crate::loom::sync::atomic::{fence, Ordering::Acquire, Ordering::Relaxed, Ordering::SeqCst};
 use crate::loom::sync::{wait_for, Condvar, Mutex, MutexGuard};
 use std::sync::Arc;
 use std::time::Duration;
@@ -220,7 +242,23 @@ impl Shared {
         }
         #[cfg(loom)]
         let _ = was;
+        // Whoever takes an idle P looks at the queues next (it holds a P and runs
+        // `findRunnable`, or hands the P to an M that does, or defers again under this lock).
+        self.clear_wake_deferred();
         Some(p)
+    }
+
+    /// Step 6: ends a deferral's hold on `wakep`. Must hold `sched` (the flag's only writers
+    /// hold it), and must look at the queues after the call, or leave the duty to one that
+    /// does after this lock is released: `pidleget` (the P's taker) and `stopm` (before its
+    /// last look). The fence pairs with `wakep`'s: a submitter that read the flag set read it
+    /// before this clear, so its fence precedes ours, and every read after ours sees its task.
+    fn clear_wake_deferred(&self) {
+        // Relaxed: written only under `sched`, which we hold.
+        if self.wake_deferred.load(Relaxed) {
+            self.wake_deferred.store(false, SeqCst);
+            fence(SeqCst);
+        }
     }
 
     /// `pidleget`, unless the runtime is shutting down (then no P leaves the idle list: shutdown
@@ -241,6 +279,12 @@ impl Shared {
             // Pairs with the fence in the idle path (step 3) and in our own retry below.
             fence(SeqCst);
             if self.npidle.load(SeqCst) == 0 || self.nmspinning.load(SeqCst) != 0 {
+                return;
+            }
+            // Step 6: a deferral's M has still to look, and it will see our task; another
+            // `startm` would only defer again. Read last, so only a `wakep` that would take
+            // `sched` reads this line.
+            if from != WakeFrom::Other && self.wake_deferred.load(SeqCst) {
                 return;
             }
             if self.nmspinning.compare_exchange(0, 1, SeqCst, SeqCst).is_err() {
@@ -314,7 +358,13 @@ impl Shared {
         let ms_out_of_calls = s.threads.len().saturating_sub(self.dead.in_syscall.load(SeqCst));
         if from != WakeFrom::Other && ms_out_of_calls >= self.procs() && !self.allp[p.id].has_work() {
             st.startm_deferred.bump_shared();
+            let to_idle_list = s.syscall_waiters.is_empty();
             self.pidleput(&mut s, p);
+            if to_idle_list {
+                // Step 6: stored before the spinning count falls, so that a `wakep` which
+                // reads the fall (then this flag, both SeqCst) reads it set.
+                self.wake_deferred.store(true, SeqCst);
+            }
             if spinning {
                 self.nmspinning.fetch_sub(1, SeqCst);
             }
@@ -361,6 +411,9 @@ impl Shared {
             if self.is_shutdown() {
                 return None;
             }
+            // This M parks unless it takes a P below: a deferral's hold on `wakep` ends here,
+            // before the last look, which then sees what a `wakep` it held back was for (step 6).
+            self.clear_wake_deferred();
             // Last look, under the lock: a `startm` that found no idle M (this one was on its
             // way here) and could not start a thread (the thread cap) put its P back on the
             // idle list before we took the lock, so its work is visible now. Without this a

@@ -78,6 +78,12 @@ pub(crate) struct Shared {
     pub(crate) sched: CachePadded<Mutex<Sched>>,
     pub(crate) npidle: CachePadded<AtomicUsize>,
     pub(crate) nmspinning: CachePadded<AtomicUsize>,
+    /// A `startm` for queued work left its P on the idle list to an M that holds none and is
+    /// not parked (idle.rs, step 5), and since then no P has left the idle list and no M has
+    /// parked: that M's look is still to come, so `wakep` for queued work returns at once
+    /// (step 6). Set and cleared under `sched`; read by `wakep` only when it would otherwise
+    /// take `sched` (an idle P and no spinner), so the spawn path reads its line only then.
+    pub(crate) wake_deferred: CachePadded<AtomicBool>,
     /// Parked Ms (for schedtrace's `idlethreads`); written at every park and unpark.
     pub(crate) nmidle: CachePadded<AtomicUsize>,
     /// Live M threads.
@@ -155,6 +161,7 @@ impl Shared {
             })),
             npidle: CachePadded::new(AtomicUsize::new(0)),
             nmspinning: CachePadded::new(AtomicUsize::new(0)),
+            wake_deferred: CachePadded::new(AtomicBool::new(false)),
             nmidle: CachePadded::new(AtomicUsize::new(0)),
             mcount: AtomicUsize::new(0),
             nsyscall_waiters: CachePadded::new(AtomicUsize::new(0)),
@@ -471,6 +478,7 @@ mod layout_tests {
             ("sched (its lock)", offset_of!(Shared, sched)),
             ("npidle", offset_of!(Shared, npidle)),
             ("nmspinning", offset_of!(Shared, nmspinning)),
+            ("wake_deferred", offset_of!(Shared, wake_deferred)),
             ("nmidle", offset_of!(Shared, nmidle)),
             ("nsyscall_waiters", offset_of!(Shared, nsyscall_waiters)),
             ("idgen", offset_of!(Shared, idgen)),
