@@ -244,16 +244,16 @@ impl Shared {
         let _ = was;
         // Whoever takes an idle P looks at the queues next (it holds a P and runs
         // `findRunnable`, or hands the P to an M that does, or defers again under this lock).
-        self.clear_wake_deferred();
+        self.clear_wake_deferred(s);
         Some(p)
     }
 
-    /// Step 6: ends a deferral's hold on `wakep`. Must hold `sched` (the flag's only writers
-    /// hold it), and must look at the queues after the call, or leave the duty to one that
+    /// Step 6: ends a deferral's hold on `wakep`. Must hold `sched` (the guard is the proof; the
+    /// flag's only writers hold it), and must look at the queues after the call, or leave the duty to one that
     /// does after this lock is released: `pidleget` (the P's taker) and `stopm` (before its
     /// last look). The fence pairs with `wakep`'s: a submitter that read the flag set read it
     /// before this clear, so its fence precedes ours, and every read after ours sees its task.
-    fn clear_wake_deferred(&self) {
+    fn clear_wake_deferred(&self, _sched: &mut MutexGuard<'_, Sched>) {
         // Relaxed: written only under `sched`, which we hold.
         if self.wake_deferred.load(Relaxed) {
             self.wake_deferred.store(false, SeqCst);
@@ -273,7 +273,7 @@ impl Shared {
     }
 
     /// Go's `wakep`: after making stealable work, start a spinning M if there is an idle P and
-    /// no spinner. Any thread may call it. See the module doc, steps 1 and 4.
+    /// no spinner. Any thread may call it. See the module doc, steps 1, 4 and 6.
     pub(crate) fn wakep(&self, from: WakeFrom) {
         loop {
             // Pairs with the fence in the idle path (step 3) and in our own retry below.
@@ -413,7 +413,7 @@ impl Shared {
             }
             // This M parks unless it takes a P below: a deferral's hold on `wakep` ends here,
             // before the last look, which then sees what a `wakep` it held back was for (step 6).
-            self.clear_wake_deferred();
+            self.clear_wake_deferred(&mut s);
             // Last look, under the lock: a `startm` that found no idle M (this one was on its
             // way here) and could not start a thread (the thread cap) put its P back on the
             // idle list before we took the lock, so its work is visible now. Without this a
