@@ -208,21 +208,22 @@ pub(crate) struct MPark {
 impl Shared {
     /// Go's `pidleput`. Must hold `sched`.
     /// An M back from a syscall waiting for a P gets it first (its poll is suspended on its
-    /// stack until then).
-    pub(crate) fn pidleput(&self, s: &mut MutexGuard<'_, Sched>, p: Box<Processor>) {
+    /// stack until then). Returns whether the P went to the idle list (false: to such an M).
+    pub(crate) fn pidleput(&self, s: &mut MutexGuard<'_, Sched>, p: Box<Processor>) -> bool {
         if !s.syscall_waiters.is_empty() {
             let m = s.syscall_waiters.remove(0);
             self.nsyscall_waiters.fetch_sub(1, SeqCst);
             let mut slot = m.slot.lock();
             slot.p = Some(p);
             m.cv.notify_one();
-            return;
+            return false;
         }
         s.pidle.push(p);
         if self.npidle.fetch_add(1, SeqCst) + 1 == self.procs() {
             // The last P went idle: a parked `block_on` may now find a deadlock (checkdead.rs).
             self.wake_block_ons_if_dead();
         }
+        true
     }
 
     /// Go's `pidleget`. Must hold `sched`.
@@ -248,10 +249,10 @@ impl Shared {
         Some(p)
     }
 
-    /// Step 6: ends a deferral's hold on `wakep`. Must hold `sched` (the guard is the proof; the
-    /// flag's only writers hold it), and must look at the queues after the call, or leave the duty to one that
-    /// does after this lock is released: `pidleget` (the P's taker) and `stopm` (before its
-    /// last look). The fence pairs with `wakep`'s: a submitter that read the flag set read it
+    /// Step 6: ends a deferral's hold on `wakep`. Must hold `sched` (the guard is the proof;
+    /// the flag's only writers hold it), and must look at the queues after the call, or leave
+    /// the duty to one that does after this lock is released: `pidleget` (the P's taker) and
+    /// `stopm` (before its last look). The fence pairs with `wakep`'s: a submitter that read the flag set read it
     /// before this clear, so its fence precedes ours, and every read after ours sees its task.
     fn clear_wake_deferred(&self, _sched: &mut MutexGuard<'_, Sched>) {
         // Relaxed: written only under `sched`, which we hold.
@@ -358,9 +359,7 @@ impl Shared {
         let ms_out_of_calls = s.threads.len().saturating_sub(self.dead.in_syscall.load(SeqCst));
         if from != WakeFrom::Other && ms_out_of_calls >= self.procs() && !self.allp[p.id].has_work() {
             st.startm_deferred.bump_shared();
-            let to_idle_list = s.syscall_waiters.is_empty();
-            self.pidleput(&mut s, p);
-            if to_idle_list {
+            if self.pidleput(&mut s, p) {
                 // Step 6: stored before the spinning count falls, so that a `wakep` which
                 // reads the fall (then this flag, both SeqCst) reads it set.
                 self.wake_deferred.store(true, SeqCst);
