@@ -252,8 +252,9 @@ impl Shared {
     /// Step 6: ends a deferral's hold on `wakep`. Must hold `sched` (the guard is the proof;
     /// the flag's only writers hold it), and must look at the queues after the call, or leave
     /// the duty to one that does after this lock is released: `pidleget` (the P's taker) and
-    /// `stopm` (before its last look). The fence pairs with `wakep`'s: a submitter that read the flag set read it
-    /// before this clear, so its fence precedes ours, and every read after ours sees its task.
+    /// `stopm` (before its last look). The fence pairs with `wakep`'s: a submitter that read
+    /// the flag set read it before this clear, so its fence precedes ours, and every read
+    /// after ours sees its task.
     fn clear_wake_deferred(&self, _sched: &mut MutexGuard<'_, Sched>) {
         // Relaxed: written only under `sched`, which we hold.
         if self.wake_deferred.load(Relaxed) {
