@@ -32,6 +32,8 @@
 
 #[path = "desk/book.rs"]
 mod book;
+#[path = "desk/check.rs"]
+mod check;
 #[path = "common/mod.rs"]
 mod common;
 #[path = "desk/exotics.rs"]
@@ -50,7 +52,6 @@ use clap::Parser;
 use common::{check_fits, fail, parse_count, positive, Cli, Procs, TooBig};
 use feed::{Faults, FeedConfig, Handler, Market};
 use gateway::Orders;
-use gmprt::kernels::segmented::GreekSums;
 use gmprt::net::TcpListener;
 use gmprt::offload::model::{CostModel, DeviceProfile, Residency};
 use gmprt::offload::{Device, DeviceKind, PROFILE_ENV};
@@ -392,7 +393,7 @@ impl Desk {
             let start = Instant::now();
             let mut gamma_breaches = 0;
             let opening: Vec<_> = all.iter().map(|&x| (x, start, gateway::NO_TICK)).collect();
-            hedge(&risk, &opening, &orders, limit);
+            gateway::hedge(&risk, &opening, &orders, limit);
             let _ = order_tx.try_send(());
             let handler = gmprt::spawn(
                 Handler { addr, market: market.clone(), wake: wake_tx, max_retries: FEED_RETRIES }.run(),
@@ -438,7 +439,7 @@ impl Desk {
                         exotics.moved(*u, *spot as f32, p.first_arrival);
                     }
                 }
-                let hedged = hedge(&risk, &moved, &orders, limit);
+                let hedged = gateway::hedge(&risk, &moved, &orders, limit);
                 if let (Some(r), Some(t)) = (&rec, t_batch) {
                     // On the desk's own lane: the risk task's poll is cut by the syscall
                     // hand-off of a device batch, so its M lane would not hold this slice.
@@ -505,14 +506,14 @@ impl Desk {
         ) = out?;
         let wall = t0.elapsed();
         handler.map_err(|e| format!("the feed ended early: {e}"))?;
-        let (worst_ratio, worst_at) = book::check_against_reference(&book, &risk, pricer.used_cuda());
-        let (worst_z, z_at) = book::check_paths(&valued.book, &valued.values);
+        let (worst_ratio, worst_at) = check::check_against_reference(&book, &risk, pricer.used_cuda());
+        let (worst_z, z_at) = check::check_paths(&valued.book, &valued.values);
         let mc_value: f64 = valued.values.iter().map(|v| v.value).sum();
         let mc_contracts = valued.book.len() as u64;
         let fraction = |d: Duration| d.as_secs_f64() / wall.as_secs_f64();
         let (busy_risk, busy_exotics) = (fraction(pricer.device_busy), fraction(valued.pricer.device_busy));
         let repriced = pricer.contracts[0] + pricer.contracts[1];
-        let revals = if revalue { full_book_rate(rt, &mut pricer, &book)? } else { f64::NAN };
+        let revals = if revalue { pricer.full_book_rate(rt, &book)? } else { f64::NAN };
         let contracts = book.len();
         *self.book.lock().unwrap() = book;
         let mut totals = [0.0f64; 6];
@@ -561,36 +562,6 @@ impl Desk {
             paths_check: PathsCheck { worst_z, worst_at: z_at },
         })
     }
-}
-
-/// Queues a hedge for every underlying in `moved` whose net delta (book, acked hedges and
-/// queued hedges) is past `limit`; returns the sequence numbers of the ticks behind them.
-fn hedge(risk: &[GreekSums], moved: &[(u32, Instant, u64)], orders: &Mutex<Orders>, limit: f64) -> Vec<u64> {
-    let mut o = orders.lock().unwrap();
-    let mut seqs = Vec::new();
-    for &(u, arrival, seq) in moved {
-        let net = risk[u as usize].delta + o.filled[u as usize] + o.queued_qty(u);
-        if net.abs() > limit {
-            o.hedge(u, -net.round(), arrival, seq);
-            seqs.push(seq);
-        }
-    }
-    seqs
-}
-
-/// Full-book revaluations per second with the run's placement: 3 timed revaluations of every
-/// contract after one untimed.
-fn full_book_rate(rt: &Runtime, pricer: &mut Pricer, book: &Book) -> Result<f64, String> {
-    let all: Vec<u32> = (0..book.underlyings() as u32).collect();
-    rt.block_on(async {
-        pricer.reprice(book, &all)?;
-        let t = Instant::now();
-        const REPS: u32 = 3;
-        for _ in 0..REPS {
-            pricer.reprice(book, &all)?;
-        }
-        Ok(REPS as f64 / t.elapsed().as_secs_f64())
-    })
 }
 
 #[cfg(test)]

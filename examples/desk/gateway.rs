@@ -15,6 +15,7 @@
 //! orders the gateway never took are reported as pending, with the gateway's last error.
 
 use super::feed::FRAME;
+use gmprt::kernels::segmented::GreekSums;
 use gmprt::net::{TcpListener, TcpStream};
 use gmprt::runtime::time::sleep;
 use std::collections::VecDeque;
@@ -326,6 +327,26 @@ async fn exchange(s: &TcpStream, batch: &[Order]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Queues a hedge for every underlying in `moved` whose net delta (book, acked hedges and
+/// queued hedges) is past `limit`; returns the sequence numbers of the ticks behind them.
+pub fn hedge(
+    risk: &[GreekSums],
+    moved: &[(u32, Instant, u64)],
+    orders: &Mutex<Orders>,
+    limit: f64,
+) -> Vec<u64> {
+    let mut o = orders.lock().unwrap();
+    let mut seqs = Vec::new();
+    for &(u, arrival, seq) in moved {
+        let net = risk[u as usize].delta + o.filled[u as usize] + o.queued_qty(u);
+        if net.abs() > limit {
+            o.hedge(u, -net.round(), arrival, seq);
+            seqs.push(seq);
+        }
+    }
+    seqs
 }
 
 #[cfg(test)]

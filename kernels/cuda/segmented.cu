@@ -1,6 +1,6 @@
 // gmprt_greeks_segment_sum: per segment s (contracts offsets[s] .. offsets[s+1], e.g. one
 // underlying of a book sorted by underlying), the position-weighted sums sum_i qty[i] * col[i]
-// of the six Black-Scholes outputs, in f64. The CUDA twin of kernels/src/segmented.rs
+// of the six Black-Scholes outputs, in f64. The CUDA twin of kernels/src/segmented/mod.rs
 // (sum_by_segment_words), so only the per-segment aggregates leave the device.
 //
 // Word layout: `out` holds the six output columns price, delta, gamma, vega, theta, rho of a
@@ -100,7 +100,7 @@ extern "C" __global__ void gmprt_greeks_segment_sum(const float* __restrict__ ou
 // moved segments are repriced where they live and only their aggregates come back. A selected
 // id past `segments` gives an empty (zero) segment, and offsets are clamped as above. Launch
 // shape, reduction and summation order as gmprt_greeks_segment_sum: one block per selected
-// segment, grid-stride. The CPU twin: kernels/src/segmented.rs (price_and_sum_selected_words).
+// segment, grid-stride. The CPU twin: kernels/src/segmented/selected.rs (price_and_sum_selected_words).
 extern "C" __global__ void gmprt_black_scholes_segment_sums(
     const float* __restrict__ seg_spot,
     const float* __restrict__ strike,
