@@ -105,6 +105,11 @@ struct Cli {
     /// (child process) run this side's echo server for the idle workload.
     #[arg(long, hide = true)]
     serve_idle: Option<String>,
+    /// Serve this side's HTTP server alone (tokio or gmprt), on `--procs` workers: print its
+    /// address and serve until stdin closes. For looking at one side with perf or strace
+    /// (scripts/net-syscalls.sh).
+    #[arg(long, value_name = "SIDE")]
+    serve_http: Option<String>,
     /// (child process) the server to load.
     #[arg(long, hide = true)]
     addr: Option<SocketAddr>,
@@ -165,8 +170,20 @@ fn main() {
         }
         return;
     }
+    let side_named = |name: &str| {
+        sides()
+            .into_iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| fail(&format!("unknown side '{name}' (known: tokio, gmprt)")))
+    };
+    if let Some(name) = &cli.serve_http {
+        if let Err(e) = serve_http(side_named(name), procs) {
+            fail(&format!("{name} http server: {e}"));
+        }
+        return;
+    }
     if let Some(name) = &cli.serve_idle {
-        let side = sides().into_iter().find(|s| s.name == name).unwrap_or_else(|| fail("unknown side"));
+        let side = side_named(name);
         if let Err(e) = serve_idle(side, procs) {
             fail(&format!("{name} idle server: {e}"));
         }
@@ -527,6 +544,17 @@ fn idle_run(side: &Side, procs: usize, conns: usize) -> io::Result<Vec<(Metric, 
 
 fn bad(who: &str, line: &str) -> io::Error {
     io::Error::other(format!("{who} said {line:?}"))
+}
+
+/// `--serve-http SIDE`: this side's HTTP server alone in this process. Prints its address and
+/// serves until stdin closes (or says anything).
+fn serve_http(side: Side, procs: usize) -> io::Result<()> {
+    let server = (side.http)(procs)?;
+    println!("{}", server.addr);
+    io::stdout().flush()?;
+    let _ = io::stdin().read_line(&mut String::new());
+    drop(server);
+    Ok(())
 }
 
 /// `--serve-idle SIDE`: this side's echo server alone in this process. Prints `listening ADDR
