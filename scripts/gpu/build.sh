@@ -16,6 +16,7 @@
 #
 # What goes in (bin/ inside the archive, plus MANIFEST with the commit and sha256 sums):
 #   examples  option_screener matmul_ladder monte_carlo_pi explain million_tasks amdahl trading_desk spread
+#             latency_ladder
 #   test-offload-*, test-kernels-*   every test binary of gmprt-offload and gmprt-kernels
 #                                    (test-offload-cuda: the libtest-mimic CUDA harness)
 #   bench-offload, bench-scheduler, bench-net (root crate), bench-model (gmprt-offload)
@@ -42,7 +43,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 limit_mib=60
-examples=(option_screener matmul_ladder monte_carlo_pi explain million_tasks amdahl trading_desk spread)
+examples=(option_screener matmul_ladder monte_carlo_pi explain million_tasks amdahl trading_desk spread latency_ladder)
 
 die() { echo "build.sh: error: $*" >&2; exit 1; }
 command -v python3 >/dev/null || die "python3 is needed to read cargo's JSON"

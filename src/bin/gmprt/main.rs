@@ -40,6 +40,8 @@ mod false_sharing;
 mod fetch_market_data;
 #[path = "../../../examples/io_bound.rs"]
 mod io_bound;
+#[path = "../../../examples/latency_ladder.rs"]
+mod latency_ladder;
 #[path = "../../../examples/matmul_ladder.rs"]
 mod matmul_ladder;
 #[path = "../../../examples/million_tasks.rs"]
@@ -81,7 +83,7 @@ enum Cmd {
     },
     /// Runs one story with its own flags (`gmprt story <name> --help` lists them). The
     /// stories: million_tasks, io_bound, fetch_market_data, sleepers, blocking_handoff, option_screener,
-    /// matmul_ladder, monte_carlo_pi, amdahl, false_sharing, explain, trading_desk
+    /// matmul_ladder, monte_carlo_pi, latency_ladder, amdahl, false_sharing, explain, trading_desk
     #[command(disable_help_flag = true)]
     Story {
         /// The story's name, then its own flags
@@ -134,6 +136,8 @@ pub enum Story {
     MatmulLadder,
     /// Monte Carlo π and option prices
     MonteCarloPi,
+    /// One dependent step at a time: FMA, cache levels, DRAM, core to core
+    LatencyLadder,
     /// A serial part against Amdahl's law
     Amdahl,
     /// Per-P counters packed against padded
@@ -156,6 +160,7 @@ impl Story {
             Story::OptionScreener => "option_screener",
             Story::MatmulLadder => "matmul_ladder",
             Story::MonteCarloPi => "monte_carlo_pi",
+            Story::LatencyLadder => "latency_ladder",
             Story::Amdahl => "amdahl",
             Story::FalseSharing => "false_sharing",
             Story::Explain => "explain",
@@ -176,6 +181,7 @@ impl Story {
             Story::OptionScreener => option_screener::main_from(args),
             Story::MatmulLadder => matmul_ladder::main_from(args),
             Story::MonteCarloPi => monte_carlo_pi::main_from(args),
+            Story::LatencyLadder => latency_ladder::main_from(args),
             Story::Amdahl => amdahl::main_from(args),
             Story::FalseSharing => false_sharing::main_from(args),
             Story::Explain => explain::main_from(args),
@@ -196,7 +202,7 @@ impl Story {
 fn tour(out: &std::path::Path) {
     let dir = out.to_string_lossy().to_string();
     let amdahl_svg = out.join("amdahl.svg").to_string_lossy().to_string();
-    let stops: [(Story, &str, Vec<String>); 12] = [
+    let stops: [(Story, &str, Vec<String>); 13] = [
         (
             Story::MillionTasks,
             "100 000 green tasks spawned and joined: look at tasks per second and the bytes each task costs.",
@@ -236,6 +242,11 @@ fn tour(out: &std::path::Path) {
             Story::MonteCarloPi,
             "Monte Carlo across the Ps: the answer's error shrinks as 1/sqrt(samples), the time as 1/Ps.",
             vec!["--samples".into(), "1e7".into(), "--paths".into(), "1e6".into()],
+        ),
+        (
+            Story::LatencyLadder,
+            "GPUs are throughput machines: one dependent step at a time, the CPU wins every rung; Little's law says why a GPU needs a million independent items.",
+            vec!["--steps".into(), "5e5".into(), "--reps".into(), "3".into()],
         ),
         (
             Story::Amdahl,
