@@ -26,8 +26,13 @@
 //! steps has one in flight, whatever the machine, so it runs at the latency, where the CPU is
 //! ahead at every rung.
 //!
-//! The GPU's own rungs (the same chase in a one-thread kernel) are not measured yet: that
-//! needs a device kernel this example does not have, and the GPU column is the article's.
+//! Where a CUDA device opens (not under `GMPRT_DEVICE=host`), the same rungs run on it: one GPU
+//! thread doing the FMA chain and the chase (`kernels/cuda/latency.cu`, through
+//! `CudaBackend::{fma_chain, chase}`: event-timed, after an untimed lap), with 128-byte lines
+//! (the GPU's L1 line) in buffers of 16 KiB (in an SM's L1), 8 MiB (in the 50-60 MB L2 of an
+//! H100 or H200) and 1 GiB (past it: device memory), over a tenth of `--steps` for the loads
+//! (a device-memory load is several times a CPU's). Without one, the GPU column is the
+//! article's alone, and the output says why.
 //!
 //! `--help` lists every flag; bad flags exit 2 with the reason.
 
@@ -43,6 +48,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const NAME: &str = "latency_ladder";
+
+/// The GPU chase's buffers: 16 KiB sits in one SM's L1 (256 KiB with shared memory on an H100
+/// or H200), 8 MiB in their 50-60 MB L2, 1 GiB 16x past it, in device memory.
+const GPU_SIZES: [(&str, usize); 3] = [("L1", 16 << 10), ("L2", 8 << 20), ("DRAM", 1 << 30)];
+/// The GPU's L1 line: one chase node per line.
+const GPU_LINE_WORDS: usize = 128 / 4;
 
 /// Where the sysfs cache description of CPU 0 lives (Linux).
 const SYS_CACHE: &str = "/sys/devices/system/cpu/cpu0/cache";
@@ -163,6 +174,55 @@ fn chase_buffer(n: usize, asked: &str) -> Result<Vec<Line>, String> {
         lines[j].next = a;
     }
     Ok(lines)
+}
+
+/// The GPU chase's buffer: `bytes / 128` lines of 128 bytes, the first word of each holding the
+/// word index of the next line in one random cycle (Sattolo's shuffle, as `chase_buffer`), or
+/// the error saying why it does not fit in memory.
+fn gpu_cycle(bytes: usize) -> Result<Vec<u32>, String> {
+    let lines = (bytes / (4 * GPU_LINE_WORDS)).max(1);
+    let mut next =
+        common::try_filled(lines * GPU_LINE_WORDS, 0u32, &format!("a GPU chase of {bytes} bytes"), "a word")
+            .map_err(|e| e.to_string())?;
+    for i in 0..lines {
+        next[i * GPU_LINE_WORDS] = (i * GPU_LINE_WORDS) as u32;
+    }
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+    for i in (1..lines).rev() {
+        next.swap(i * GPU_LINE_WORDS, rng.below(i) * GPU_LINE_WORDS);
+    }
+    Ok(next)
+}
+
+/// One GPU rung: its name (as the CPU rung's), the chase's buffer in bytes (0: FMA), ns per step.
+type GpuRung = (&'static str, usize, f64);
+
+/// The GPU's rungs (FMA, then the chase at each of [`GPU_SIZES`]) in ns per step, medians of
+/// `reps`, and the device's name; or why they could not be measured (no device, no NVRTC, a
+/// buffer that does not fit).
+fn measure_gpu(steps: usize, reps: usize) -> Result<(String, Vec<GpuRung>), String> {
+    if std::env::var("GMPRT_DEVICE").is_ok_and(|d| d == "host") {
+        return Err("GMPRT_DEVICE=host".into());
+    }
+    let gpu = gmprt::offload::cuda::CudaBackend::new(0).map_err(|e| e.to_string())?;
+    let ns = |t: Duration, n: u64| t.as_secs_f64() * 1e9 / n as f64;
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let mut rungs = Vec::new();
+    let n = steps as u64;
+    let runs = (0..reps).map(|_| gpu.fma_chain(n).map(|t| ns(t, n))).collect::<Result<Vec<_>, _>>();
+    rungs.push(("FMA", 0, median(runs.map_err(|e| e.to_string())?)));
+    // A device-memory load takes several times a CPU's: a tenth of the steps keeps a run short.
+    let n = (steps as u64 / 10).max(1);
+    for (name, bytes) in GPU_SIZES {
+        let next = gpu_cycle(bytes)?;
+        let runs =
+            (0..reps).map(|_| gpu.chase(&next, n).map(|(t, _)| ns(t, n))).collect::<Result<Vec<_>, _>>();
+        rungs.push((name, next.len() * 4, median(runs.map_err(|e| e.to_string())?)));
+    }
+    Ok((gmprt::offload::Backend::describe(&gpu), rungs))
 }
 
 /// Asks the kernel for transparent huge pages under `lines` (advice only: refused or not, the
@@ -298,6 +358,10 @@ pub struct Rung {
     pub article_cpu_ns: Option<f64>,
     /// The article's GPU figure for this rung, where it quotes one (ns).
     pub article_gpu_ns: Option<f64>,
+    /// This rung measured on the GPU (ns per step), when a device was measured.
+    pub gpu_ns: Option<f64>,
+    /// The GPU chase's buffer for this rung (0: none, or the FMA rung).
+    pub gpu_bytes: usize,
 }
 
 /// What the story measured.
@@ -312,13 +376,16 @@ pub struct Outcome {
     /// The two CPUs of the core-to-core figure and half a round trip in ns, when the process
     /// may run on two CPUs.
     pub core_to_core: Option<(usize, usize, f64)>,
+    /// The GPU measured (its description), or why none was.
+    pub gpu: Result<String, String>,
     /// One core's streaming read of the DRAM buffer, bytes per second.
     pub stream_bytes_per_s: f64,
     /// Little's law for one core: DRAM latency × its streaming bandwidth, in 64-byte lines.
     pub cpu_lines_in_flight: f64,
     /// The H200's device copy (read + write), bytes per second, from its measured profile.
     pub gpu_bytes_per_s: f64,
-    /// Little's law for the H200 at the article's DRAM latency, in 64-byte lines.
+    /// Little's law for the H200 at the DRAM latency measured on the GPU, or else the
+    /// article's, in 64-byte lines.
     pub gpu_lines_in_flight: f64,
 }
 
@@ -355,6 +422,8 @@ pub fn measure(a: &Args, caches: Vec<CacheLevel>) -> Result<Outcome, String> {
         ns: median_ns(runs, a.steps),
         article_cpu_ns: cpu,
         article_gpu_ns: gpu,
+        gpu_ns: None,
+        gpu_bytes: 0,
     });
 
     // Half of each level, so the buffer stays in it beside whatever else the process holds.
@@ -380,6 +449,8 @@ pub fn measure(a: &Args, caches: Vec<CacheLevel>) -> Result<Outcome, String> {
             ns: median_ns(runs, a.steps),
             article_cpu_ns: cpu,
             article_gpu_ns: gpu,
+            gpu_ns: None,
+            gpu_bytes: 0,
         });
         dram = lines;
     }
@@ -397,10 +468,21 @@ pub fn measure(a: &Args, caches: Vec<CacheLevel>) -> Result<Outcome, String> {
     let dram_ns = rungs.last().map_or(0.0, |r| r.ns);
     let cpu_lines_in_flight = dram_ns * 1e-9 * stream_bytes_per_s / 64.0;
 
+    drop(dram);
+
+    let gpu = measure_gpu(a.steps, a.reps).map(|(device, measured)| {
+        for (name, bytes, ns) in measured {
+            if let Some(r) = rungs.iter_mut().find(|r| r.name == name) {
+                (r.gpu_ns, r.gpu_bytes) = (Some(ns), bytes);
+            }
+        }
+        device
+    });
     let h200 = gmprt::offload::model::DeviceProfile::measured_h200();
     // The fit's slope is seconds per byte copied; each byte is read once and written once.
     let gpu_bytes_per_s = h200.device_copy().map_or(0.0, |f| 2.0 / f.slope);
-    let gpu_lines_in_flight = article("DRAM").1.unwrap_or(0.0) * 1e-9 * gpu_bytes_per_s / 64.0;
+    let gpu_dram_ns = rungs.last().and_then(|r| r.gpu_ns).or(article("DRAM").1).unwrap_or(0.0);
+    let gpu_lines_in_flight = gpu_dram_ns * 1e-9 * gpu_bytes_per_s / 64.0;
 
     let core_to_core = two_cpus().map(|cpus| {
         ping_pong(cpus, a.round_trips.min(1000)); // warm-up: both threads started and pinned
@@ -412,6 +494,7 @@ pub fn measure(a: &Args, caches: Vec<CacheLevel>) -> Result<Outcome, String> {
         fma_kind: fma_kind[0],
         rungs,
         core_to_core,
+        gpu,
         stream_bytes_per_s,
         cpu_lines_in_flight,
         gpu_bytes_per_s,
@@ -442,20 +525,29 @@ pub fn print(o: &Outcome, steps: usize) {
     }
     println!("one dependent step at a time ({steps} steps per run; FMA: {}):", o.fma_kind);
     println!(
-        "{:<10} {:>9} {:>12} {:>14} {:>14}",
-        "rung", "buffer", "ns (here)", "article CPU", "article GPU"
+        "{:<6} {:>10} {:>9} {:>12} {:>10} {:>9} {:>12}",
+        "rung", "CPU buffer", "CPU ns", "article CPU", "GPU buffer", "GPU ns", "article GPU"
     );
     for r in &o.rungs {
         println!(
-            "{:<10} {:>9} {:>12.2} {:>14} {:>14}",
+            "{:<6} {:>10} {:>9.2} {:>12} {:>10} {:>9} {:>12}",
             r.name,
             bytes(r.bytes),
             r.ns,
             opt(r.article_cpu_ns),
+            bytes(r.gpu_bytes),
+            r.gpu_ns.map_or("-".into(), |v| format!("{v:.2}")),
             opt(r.article_gpu_ns)
         );
     }
-    println!("(the article's figures are quoted, not measured here; this example has no GPU kernel yet)");
+    match &o.gpu {
+        Ok(device) => {
+            println!("GPU: {device}, one thread (the article's figures are quoted, not measured here)")
+        }
+        Err(why) => {
+            println!("GPU rungs not measured ({why}); the article's figures are quoted, not measured here")
+        }
+    }
     let llc = o.caches.iter().map(|c| c.bytes).max().unwrap_or(0);
     if let Some(d) = o.rungs.last().filter(|d| d.bytes < 4 * llc) {
         println!(
@@ -472,16 +564,30 @@ pub fn print(o: &Outcome, steps: usize) {
         ),
         None => println!("core to core: this process may run on one CPU only, nothing to bounce between"),
     }
+    let gpu_dram = o.rungs.last().and_then(|r| r.gpu_ns);
+    // Rungs where the GPU's figure (measured, else the article's) is not above this CPU's.
+    let gpu_not_slower: Vec<&str> = o
+        .rungs
+        .iter()
+        .filter(|r| r.gpu_ns.or(r.article_gpu_ns).is_some_and(|g| g <= r.ns))
+        .map(|r| r.name.as_str())
+        .collect();
+    let verdict = if gpu_not_slower.is_empty() {
+        "where this CPU is ahead at every rung".to_string()
+    } else {
+        format!("where this CPU is ahead at every rung but {}", gpu_not_slower.join(", "))
+    };
     println!(
         "Little's law: one core streams {:.1} GB/s from DRAM at {:.0} ns a load, so it keeps {:.0} lines of 64 B \
-         in flight (its fill buffers and prefetchers); the H200 copies at {:.0} GB/s (its measured profile) and at {} ns (the article's) needs {:.0} \
-         lines in flight. A dependent chain has one in flight on either, so it runs at the latency, where the CPU \
-         is ahead at every rung; only many independent items fill a GPU.",
+         in flight (its fill buffers and prefetchers); the H200 copies at {:.0} GB/s (its measured profile) and at \
+         {:.0} ns a load ({}) needs {:.0} lines in flight. A dependent chain has one in flight on either, so it \
+         runs at the latency, {verdict}; only many independent items fill a GPU.",
         o.stream_bytes_per_s / 1e9,
         o.rungs.last().map_or(0.0, |r| r.ns),
         o.cpu_lines_in_flight,
         o.gpu_bytes_per_s / 1e9,
-        opt(article("DRAM").1),
+        gpu_dram.or(article("DRAM").1).unwrap_or(0.0),
+        if gpu_dram.is_some() { "measured on this GPU" } else { "the article's" },
         o.gpu_lines_in_flight
     );
 }

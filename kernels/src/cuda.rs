@@ -145,6 +145,31 @@ pub const FN_EMPTY: &str = "gmprt_empty";
 /// ```
 pub const FN_COPY: &str = "gmprt_copy";
 
+/// `gmprt_chase(const unsigned int* next, unsigned long long steps, unsigned int* out)`: one
+/// thread follows `p = next[p]` from 0, `steps` dependent loads (the load-latency rungs).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::{FN_CHASE, LATENCY};
+///
+/// assert!(LATENCY.functions.contains(&FN_CHASE));
+/// assert!(LATENCY.src.contains(FN_CHASE));
+/// ```
+pub const FN_CHASE: &str = "gmprt_chase";
+/// `gmprt_fma_chain(float a, float b, unsigned long long steps, float* out)`: one thread, `steps`
+/// dependent FMAs (the FMA-latency rung).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::{FN_FMA_CHAIN, LATENCY};
+///
+/// assert!(LATENCY.functions.contains(&FN_FMA_CHAIN));
+/// assert!(LATENCY.src.contains(FN_FMA_CHAIN));
+/// ```
+pub const FN_FMA_CHAIN: &str = "gmprt_fma_chain";
+
 /// Black-Scholes price and Greeks (`kernels/cuda/black_scholes.cu`, after the math it shares
 /// with [`SEGMENTED`], `kernels/cuda/bs_one.cuh`).
 ///
@@ -224,6 +249,22 @@ pub const SEGMENTED: CudaSource = CudaSource {
 pub const CALIB: CudaSource =
     CudaSource { name: "calib", src: include_str!("../cuda/calib.cu"), functions: &[FN_EMPTY, FN_COPY] };
 
+/// One-thread latency kernels: a pointer chase and an FMA chain (`kernels/cuda/latency.cu`,
+/// for `examples/latency_ladder.rs`).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::LATENCY;
+///
+/// assert_eq!(LATENCY.functions, &["gmprt_chase", "gmprt_fma_chain"]);
+/// ```
+pub const LATENCY: CudaSource = CudaSource {
+    name: "latency",
+    src: include_str!("../cuda/latency.cu"),
+    functions: &[FN_CHASE, FN_FMA_CHAIN],
+};
+
 /// Every embedded source, each name once.
 ///
 /// # Examples
@@ -234,9 +275,9 @@ pub const CALIB: CudaSource =
 /// let mut names: Vec<&str> = ALL.iter().map(|s| s.name).collect();
 /// names.sort_unstable();
 /// names.dedup();
-/// assert_eq!(names, ["black_scholes", "calib", "monte_carlo", "saxpy", "segmented"]);
+/// assert_eq!(names, ["black_scholes", "calib", "latency", "monte_carlo", "saxpy", "segmented"]);
 /// ```
-pub const ALL: &[CudaSource] = &[BLACK_SCHOLES, MONTE_CARLO, SAXPY, SEGMENTED, CALIB];
+pub const ALL: &[CudaSource] = &[BLACK_SCHOLES, MONTE_CARLO, SAXPY, SEGMENTED, CALIB, LATENCY];
 
 /// The source whose module name is `name`, if any.
 ///

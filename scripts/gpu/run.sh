@@ -37,7 +37,7 @@ declare -A EXPECT=(
   [0-env]="~10 s (8 s on the H200, 2026-11-27): nvidia-smi -q, lscpu, library paths, torch version"
   [1-correct]="~50 s (48 s on the H200, 2026-11-27): CUDA tests (GMPRT_REQUIRE_GPU=1) then every offload/kernels test binary"
   [2-calibrate]="~150-220 s (the calibration alone ran past 256 s on the H200 on 2026-11-27, before its series cap): PyTorch reference figures, explain --all --device cuda (calibration), explain --verify on that profile, ncu SpeedOfLight"
-  [3-screener]="~15 s (13 s on the H200, 2026-11-27): option_screener 1e6 (and its way 3 with mapped I/O off), monte_carlo_pi 1e9/1e8, matmul_ladder 4096, spread (every GPU; a simulated pair), latency_ladder (the host's rungs)"
+  [3-screener]="~15 s (13 s on the H200, 2026-11-27): option_screener 1e6 (and its way 3 with mapped I/O off), monte_carlo_pi 1e9/1e8, matmul_ladder 4096, spread (every GPU; a simulated pair), latency_ladder (CPU and GPU rungs)"
   [4-sched]="~100 s (79 s on the H100, 2026-11-27, before the echo step): scaling curve, cold and with memory warm (scripts/scaling.sh: gmprt, tokio, go at procs 1 2 4 8 16 + nproc, 3 rounds), --park at 16, amdahl 1..16, echo (benches/net.rs) at 16 procs against tokio"
   [5-bench]="~250-450 s (capped at 540; bench-scheduler alone 91 s on the H200, 2026-11-27): criterion benches scheduler + offload (BENCH_PROCS=16), the model bench"
   [6-desk]="~50 s (48 s on the H200, 2026-11-27): trading_desk at 5,000 ticks/s with cpu, gpu, auto, gpu --resident (1M contracts), then --sweep"
@@ -329,12 +329,12 @@ stage_3_screener() {
   figures spread-all '^(run|[0-9]|all|  [0-9]|spread /)' 8
   step spread-sim "$(pick 60 30 30)" "$BIN/spread" --devices h200,h200/2 --items "$(pick 16e6 1e6 1e5)"
   figures spread-sim '^(run|[0-9]|all|  [0-9]|spread /)' 8
-  # SEEDS story 3 on this machine's CPU: its rungs (FMA, each cache level, DRAM at 4x the
-  # last-level cache, core to core) beside the article's CPU and GPU figures.
+  # SEEDS story 3: the CPU's rungs (FMA, each cache level, DRAM at 4x the last-level cache,
+  # core to core) and the GPU's (one thread: FMA, L1, L2, device memory) beside the article's.
   local ladder=("$BIN/latency_ladder" --steps "$(pick 2e6 2e5 2e4)" --reps "$(pick 5 3 1)")
   [ "$SCALE" = full ] || ladder+=(--dram-bytes "$(pick - 16777216 4194304)")
   step latency_ladder "$(pick 60 30 30)" "${ladder[@]}"
-  figures latency_ladder '^(caches|rung|FMA|L[0-9]|DRAM|core to core|Little)' 10
+  figures latency_ladder '^(caches|rung|FMA|L[0-9]|DRAM|GPU|core to core|Little)' 11
 }
 
 # The trading desk (issue 28): the same book priced three ways at the rate of the issue's

@@ -11,7 +11,9 @@
 //! version — a stub or a CUDA 12/11 fallback is refused; [`loaded_libraries`]), [`sync`] (the
 //! context's sync mode, `GMPRT_CUDA_SYNC`), [`FirstUse`] (compile, module load and cuBLAS
 //! handle costs, paid by [`CudaBackend::warm_up`] and slot creation, never inside a timed
-//! span) and [`CudaBackend::launch_costs`] (enqueue, empty-kernel and launch + sync floors).
+//! span), [`CudaBackend::launch_costs`] (enqueue, empty-kernel and launch + sync floors) and,
+//! in `latency`, one thread's dependent steps ([`CudaBackend::chase`], [`CudaBackend::fma_chain`]:
+//! the GPU rungs of `examples/latency_ladder.rs`).
 //!
 //! Ordering protocol (why no buffer is reused too early, and why two slots overlap):
 //! * cudarc's per-buffer event tracking is **disabled** for this backend's context (right
@@ -47,6 +49,7 @@ use std::time::{Duration, Instant};
 mod context;
 mod gemm;
 mod handles;
+mod latency;
 mod launch;
 pub mod libs;
 mod measure;

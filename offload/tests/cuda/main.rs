@@ -209,6 +209,7 @@ fn main() -> ExitCode {
         gpu_test("two_slots_on_two_threads_stay_independent", two_slots_on_two_threads_stay_independent),
         gpu_test("calibration_kernels_run", calibration_kernels_run),
         gpu_test("launch_costs_are_finite_and_positive", launch_costs_are_finite_and_positive),
+        gpu_test("latency_kernels_follow_the_chain", latency_kernels_follow_the_chain),
         gpu_test("first_use_is_paid_before_any_timed_run", first_use_is_paid_before_any_timed_run),
         gpu_test("loaded_libraries_name_cuda_13_paths", loaded_libraries_name_cuda_13_paths),
         Trial::test("skips_are_ignored_with_the_reason_and_required_gpu_fails", harness_reports_skips)

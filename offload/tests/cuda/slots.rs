@@ -212,3 +212,34 @@ pub(super) fn loaded_libraries_name_cuda_13_paths(b: &CudaBackend) {
         assert!(b.describe().contains(&path.display().to_string()), "{}", b.describe());
     }
 }
+
+/// `[gpu]`: one thread's pointer chase (the latency ladder's GPU rungs) ends on the word the
+/// same walk ends on here, over a random cycle through 1,024 lines of 128 bytes, and both
+/// latency kernels report a positive time.
+pub(super) fn latency_kernels_follow_the_chain(b: &CudaBackend) {
+    const WORDS_PER_LINE: usize = 32;
+    let lines = 1024;
+    // Sattolo's shuffle (a single cycle), with a fixed LCG: any cycle will do.
+    let mut order: Vec<usize> = (0..lines).collect();
+    let mut x: u64 = 12345;
+    for i in (1..lines).rev() {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        order.swap(i, (x >> 33) as usize % i);
+    }
+    let mut next = vec![0u32; lines * WORDS_PER_LINE];
+    for (i, &j) in order.iter().enumerate() {
+        next[i * WORDS_PER_LINE] = (j * WORDS_PER_LINE) as u32;
+    }
+    let steps = 12_345;
+    let mut p = 0;
+    for _ in 0..steps {
+        p = next[p as usize];
+    }
+    let (t, end) = b.chase(&next, steps).expect("chase");
+    println!("chase of {steps} loads in 128 KiB: {t:?}");
+    assert_eq!(end, p, "the device's walk ends where the host's does");
+    assert!(t > std::time::Duration::ZERO);
+    let t = b.fma_chain(100_000).expect("fma_chain");
+    println!("100,000 dependent FMAs: {t:?}");
+    assert!(t > std::time::Duration::ZERO);
+}
