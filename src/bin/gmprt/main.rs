@@ -245,7 +245,7 @@ fn tour(out: &std::path::Path) {
         ),
         (
             Story::LatencyLadder,
-            "GPUs are throughput machines: one dependent step at a time, the CPU wins every rung; Little's law says why a GPU needs a million independent items.",
+            "GPUs are throughput machines: one dependent step at a time, CPU against GPU rung by rung; Little's law says why a GPU needs a million independent items.",
             vec!["--steps".into(), "5e5".into(), "--reps".into(), "3".into()],
         ),
         (
