@@ -31,7 +31,9 @@
 //! `CudaBackend::{fma_chain, chase}`: event-timed, after an untimed lap), with 128-byte lines
 //! (the GPU's L1 line) in buffers of 16 KiB (in an SM's L1), 8 MiB (in the 50-60 MB L2 of an
 //! H100 or H200) and 1 GiB (past it: device memory), over a tenth of `--steps` for the loads
-//! (a device-memory load is several times a CPU's). Without one, the GPU column is the
+//! (a device-memory load is several times a CPU's); and the counterpart of core to core: two
+//! one-thread blocks on two SMs bounce one word through the L2, the only level SMs share
+//! (`CudaBackend::sm_ping_pong`, `--round-trips` of them). Without a GPU, the GPU column is the
 //! article's alone, and the output says why.
 //!
 //! `--help` lists every flag; bad flags exit 2 with the reason.
@@ -160,6 +162,9 @@ pub struct Outcome {
     /// The two CPUs of the core-to-core figure and half a round trip in ns, when the process
     /// may run on two CPUs.
     pub core_to_core: Option<(usize, usize, f64)>,
+    /// A write on one GPU SM seen by another (half a round trip through the L2, two one-thread
+    /// blocks), ns, when a GPU was measured and its two blocks ran at once.
+    pub sm_to_sm_ns: Option<f64>,
     /// The GPU measured (its description), or why none was.
     pub gpu: Result<String, String>,
     /// One core's streaming read of the DRAM buffer, bytes per second.
@@ -254,13 +259,15 @@ pub fn measure(a: &Args, caches: Vec<CacheLevel>) -> Result<Outcome, String> {
 
     drop(dram);
 
-    let gpu = measure_gpu(a.steps, a.reps).map(|(device, measured)| {
-        for (name, bytes, ns) in measured {
+    let mut sm_to_sm_ns = None;
+    let gpu = measure_gpu(a.steps, a.round_trips, a.reps).map(|g| {
+        for (name, bytes, ns) in g.rungs {
             if let Some(r) = rungs.iter_mut().find(|r| r.name == name) {
                 (r.gpu_ns, r.gpu_bytes) = (Some(ns), bytes);
             }
         }
-        device
+        sm_to_sm_ns = g.sm_to_sm_ns;
+        g.device
     });
     let h200 = gmprt::offload::model::DeviceProfile::measured_h200();
     // The fit's slope is seconds per byte copied; each byte is read once and written once.
@@ -278,6 +285,7 @@ pub fn measure(a: &Args, caches: Vec<CacheLevel>) -> Result<Outcome, String> {
         fma_kind: fma_kind[0],
         rungs,
         core_to_core,
+        sm_to_sm_ns,
         gpu,
         stream_bytes_per_s,
         cpu_lines_in_flight,
@@ -347,6 +355,14 @@ pub fn print(o: &Outcome, steps: usize) {
              the article: {ARTICLE_CORE_TO_CORE_NS} ns across cores, and no direct path between GPU SMs)"
         ),
         None => println!("core to core: this process may run on one CPU only, nothing to bounce between"),
+    }
+    match (&o.gpu, o.sm_to_sm_ns) {
+        (Ok(_), Some(ns)) => println!(
+            "SM to SM: a write on one GPU SM seen by another in {ns:.1} ns (half a round trip through the L2, \
+             their only shared level: no direct path, as the article says)"
+        ),
+        (Ok(_), None) => println!("SM to SM: no figure (the two blocks did not run at once)"),
+        (Err(_), _) => {}
     }
     let gpu_dram = o.rungs.last().and_then(|r| r.gpu_ns);
     // Rungs where the GPU's figure (measured, else the article's) is not above this CPU's.

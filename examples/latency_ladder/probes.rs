@@ -4,7 +4,8 @@
 //! * `fma_chain`: dependent FMAs, with the FMA unit where the CPU has one;
 //! * `ping_pong`: one cache line bounced between two CPUs pinned to it (`two_cpus`, `pin`);
 //! * `measure_gpu`: the same chase and chain in one GPU thread (`CudaBackend::{chase,
-//!   fma_chain}`), over `gpu_cycle`'s 128-byte lines in each of `GPU_SIZES`.
+//!   fma_chain}`), over `gpu_cycle`'s 128-byte lines in each of `GPU_SIZES`, and a word
+//!   bounced between two SMs (`CudaBackend::sm_ping_pong`).
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering::Acquire, Ordering::Release};
 use std::sync::Arc;
@@ -83,10 +84,21 @@ pub(super) fn gpu_cycle(bytes: usize) -> Result<Vec<u32>, String> {
 /// One GPU rung: its name (as the CPU rung's), the chase's buffer in bytes (0: FMA), ns per step.
 pub(super) type GpuRung = (&'static str, usize, f64);
 
-/// The GPU's rungs (FMA, then the chase at each of [`GPU_SIZES`]) in ns per step, medians of
-/// `reps`, and the device's name; or why they could not be measured (no device, no NVRTC, a
-/// buffer that does not fit).
-pub(super) fn measure_gpu(steps: usize, reps: usize) -> Result<(String, Vec<GpuRung>), String> {
+/// What one GPU measured.
+pub(super) struct GpuFigures {
+    /// The device, as the backend describes it.
+    pub(super) device: String,
+    /// FMA, then the chase at each of [`GPU_SIZES`].
+    pub(super) rungs: Vec<GpuRung>,
+    /// A write on one SM seen by another (half a round trip through the L2), ns; `None` when
+    /// the two blocks did not run at once.
+    pub(super) sm_to_sm_ns: Option<f64>,
+}
+
+/// The GPU's figures (the rungs in ns per step, medians of `reps`; `round_trips` of a word
+/// between two SMs); or why they could not be measured (no device, no NVRTC, a buffer that
+/// does not fit).
+pub(super) fn measure_gpu(steps: usize, round_trips: usize, reps: usize) -> Result<GpuFigures, String> {
     if std::env::var("GMPRT_DEVICE").is_ok_and(|d| d == "host") {
         return Err("GMPRT_DEVICE=host".into());
     }
@@ -108,7 +120,16 @@ pub(super) fn measure_gpu(steps: usize, reps: usize) -> Result<(String, Vec<GpuR
             (0..reps).map(|_| gpu.chase(&next, n).map(|(t, _)| ns(t, n))).collect::<Result<Vec<_>, _>>();
         rungs.push((name, next.len() * 4, median(runs.map_err(|e| e.to_string())?)));
     }
-    Ok((gmprt::offload::Backend::describe(&gpu), rungs))
+    let rounds = u32::try_from(round_trips.min(1 << 30)).unwrap_or(1 << 30);
+    let runs = (0..reps).map(|_| gpu.sm_ping_pong(rounds)).collect::<Result<Vec<_>, _>>();
+    // Every run must have had both blocks at once; one that did not leaves no figure.
+    let runs: Option<Vec<f64>> = runs
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|t| t.map(|t| ns(t, 2 * u64::from(rounds))))
+        .collect();
+    let sm_to_sm_ns = runs.map(median);
+    Ok(GpuFigures { device: gmprt::offload::Backend::describe(&gpu), rungs, sm_to_sm_ns })
 }
 
 /// Asks the kernel for transparent huge pages under `lines` (advice only: refused or not, the

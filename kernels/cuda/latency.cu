@@ -27,3 +27,27 @@ extern "C" __global__ void gmprt_fma_chain(float a, float b, unsigned long long 
     }
     *out = x;
 }
+
+// gmprt_sm_ping_pong: two blocks of one thread (an idle GPU puts them on two SMs) bounce one
+// word through the L2, the only place two SMs share: block 0 waits for 2i and writes 2i + 1,
+// block 1 waits for 2i + 1 and writes 2i + 2, for `rounds` rounds, so the kernel's time over
+// 2 * rounds is one write seen by the other SM. `volatile` keeps every read out of the L1 (and
+// in the loop). A wait gives up after 2^22 reads (seconds at L2 latency) and sets *failed, so
+// blocks that do not run at once (nothing in CUDA promises it without a cooperative launch)
+// end the kernel instead of hanging it.
+extern "C" __global__ void gmprt_sm_ping_pong(volatile unsigned int* flag, unsigned int rounds,
+                                              unsigned int* failed)
+{
+    const unsigned int me = blockIdx.x;
+    for (unsigned int i = 0; i < rounds; ++i) {
+        const unsigned int want = 2 * i + me;
+        unsigned int spins = 0;
+        while (*flag != want) {
+            if (++spins == (1u << 22)) {
+                atomicExch(failed, 1u);
+                return;
+            }
+        }
+        *flag = want + 1;
+    }
+}

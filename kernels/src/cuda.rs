@@ -169,6 +169,20 @@ pub const FN_CHASE: &str = "gmprt_chase";
 /// assert!(LATENCY.src.contains(FN_FMA_CHAIN));
 /// ```
 pub const FN_FMA_CHAIN: &str = "gmprt_fma_chain";
+/// `gmprt_sm_ping_pong(volatile unsigned int* flag, unsigned int rounds, unsigned int* failed)`:
+/// two one-thread blocks bounce a word through the L2 (two SMs' only shared level), `2·rounds`
+/// writes each seen by the other; sets `*failed` if a wait gave up (the blocks did not run at
+/// once).
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::cuda::{FN_SM_PING_PONG, LATENCY};
+///
+/// assert!(LATENCY.functions.contains(&FN_SM_PING_PONG));
+/// assert!(LATENCY.src.contains(FN_SM_PING_PONG));
+/// ```
+pub const FN_SM_PING_PONG: &str = "gmprt_sm_ping_pong";
 
 /// Black-Scholes price and Greeks (`kernels/cuda/black_scholes.cu`, after the math it shares
 /// with [`SEGMENTED`], `kernels/cuda/bs_one.cuh`).
@@ -249,20 +263,20 @@ pub const SEGMENTED: CudaSource = CudaSource {
 pub const CALIB: CudaSource =
     CudaSource { name: "calib", src: include_str!("../cuda/calib.cu"), functions: &[FN_EMPTY, FN_COPY] };
 
-/// One-thread latency kernels: a pointer chase and an FMA chain (`kernels/cuda/latency.cu`,
-/// for `examples/latency_ladder.rs`).
+/// Latency kernels: one thread's pointer chase and FMA chain, and a word bounced between two SMs
+/// (`kernels/cuda/latency.cu`, for `examples/latency_ladder.rs`).
 ///
 /// # Examples
 ///
 /// ```
 /// use gmprt_kernels::cuda::LATENCY;
 ///
-/// assert_eq!(LATENCY.functions, &["gmprt_chase", "gmprt_fma_chain"]);
+/// assert_eq!(LATENCY.functions, &["gmprt_chase", "gmprt_fma_chain", "gmprt_sm_ping_pong"]);
 /// ```
 pub const LATENCY: CudaSource = CudaSource {
     name: "latency",
     src: include_str!("../cuda/latency.cu"),
-    functions: &[FN_CHASE, FN_FMA_CHAIN],
+    functions: &[FN_CHASE, FN_FMA_CHAIN, FN_SM_PING_PONG],
 };
 
 /// Every embedded source, each name once.

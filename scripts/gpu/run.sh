@@ -334,7 +334,7 @@ stage_3_screener() {
   local ladder=("$BIN/latency_ladder" --steps "$(pick 2e6 2e5 2e4)" --reps "$(pick 5 3 1)")
   [ "$SCALE" = full ] || ladder+=(--dram-bytes "$(pick - 16777216 4194304)")
   step latency_ladder "$(pick 60 30 30)" "${ladder[@]}"
-  figures latency_ladder '^(caches|rung|FMA|L[0-9]|DRAM|GPU|core to core|Little)' 11
+  figures latency_ladder '^(caches|rung|FMA|L[0-9]|DRAM|GPU|core to core|SM to SM|Little)' 12
 }
 
 # The trading desk (issue 28): the same book priced three ways at the rate of the issue's

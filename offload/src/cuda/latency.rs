@@ -1,6 +1,8 @@
 //! [`CudaBackend::chase`] and [`CudaBackend::fma_chain`]: one GPU thread doing dependent steps,
 //! the device's side of `examples/latency_ladder.rs` (SEEDS story 3: a GPU is a throughput
-//! machine; one thread alone waits out every latency its thousands of threads normally hide).
+//! machine; one thread alone waits out every latency its thousands of threads normally hide);
+//! and [`CudaBackend::sm_ping_pong`]: one word bounced between two SMs through the L2, the
+//! GPU's counterpart of the example's core-to-core figure.
 //!
 //! Protocol: on the utility stream (one-shot operations, `ops.rs`'s rules), with the `latency`
 //! module compiled outside every timing: the buffer is uploaded, one untimed launch runs the
@@ -10,7 +12,7 @@
 use super::{driver_err, event_span, CudaBackend};
 use crate::error::OffloadError;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
-use gmprt_kernels::cuda::{FN_CHASE, FN_FMA_CHAIN, LATENCY};
+use gmprt_kernels::cuda::{FN_CHASE, FN_FMA_CHAIN, FN_SM_PING_PONG, LATENCY};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,6 +49,23 @@ fn launch_fma(
     // SAFETY: arguments match `gmprt_fma_chain(float a, float b, unsigned long long steps,
     // float* out)`; `out` is one float, the only memory the kernel touches.
     unsafe { b.launch(ONE) }.map(|_| ()).map_err(|e| driver_err("cuLaunchKernel gmprt_fma_chain", e))
+}
+
+/// Enqueues `gmprt_sm_ping_pong(flag, rounds, failed)` on `s`, two blocks of one thread.
+fn launch_sm_ping_pong(
+    s: &Arc<CudaStream>,
+    f: &CudaFunction,
+    flag: &mut CudaSlice<u32>,
+    rounds: u32,
+    failed: &mut CudaSlice<u32>,
+) -> Result<(), OffloadError> {
+    let two = LaunchConfig { grid_dim: (2, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+    let mut b = s.launch_builder(f);
+    b.arg(flag).arg(&rounds).arg(failed);
+    // SAFETY: arguments match `gmprt_sm_ping_pong(volatile unsigned int* flag, unsigned int
+    // rounds, unsigned int* failed)`; `flag` and `failed` are one zeroed word each, the only
+    // memory the kernel touches, and every wait in it is bounded, so it ends.
+    unsafe { b.launch(two) }.map(|_| ()).map_err(|e| driver_err("cuLaunchKernel gmprt_sm_ping_pong", e))
 }
 
 impl CudaBackend {
@@ -152,6 +171,59 @@ impl CudaBackend {
             record(3)?;
             self.wait_end(&ev[3])?;
             event_span(&ev[1], &ev[2])
+        })
+    }
+
+    /// The device time of `rounds` round trips of one word between two SMs through the L2
+    /// (two one-thread blocks, after an untimed launch of 100): divide by `2·rounds` for one
+    /// write seen by the other SM. `Ok(None)` when the blocks did not run at once (a wait gave
+    /// up: nothing in CUDA promises two blocks run together without a cooperative launch), so
+    /// there is no figure; `rounds` in `1..=2^30` (else `Err(Config)`).
+    ///
+    /// # Examples
+    ///
+    /// Runs with or without a GPU (without one, `new` fails and the GPU part is skipped); with
+    /// a GPU, the kernel needs NVRTC:
+    ///
+    /// ```
+    /// use gmprt_offload::cuda::{nvrtc, CudaBackend};
+    /// use gmprt_offload::OffloadError;
+    ///
+    /// match CudaBackend::new(0) {
+    ///     Ok(gpu) => {
+    ///         assert!(gpu.sm_ping_pong(0).is_err());
+    ///         match gpu.sm_ping_pong(1000) {
+    ///             Ok(Some(t)) => assert!(t.as_nanos() > 0),
+    ///             Ok(None) => println!("the two blocks did not run at once"),
+    ///             Err(e) => assert!(nvrtc::available().is_err(), "{e}"),
+    ///         }
+    ///     }
+    ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
+    /// }
+    /// ```
+    pub fn sm_ping_pong(&self, rounds: u32) -> Result<Option<Duration>, OffloadError> {
+        if !(1..=1 << 30).contains(&rounds) {
+            return Err(OffloadError::Config(format!(
+                "sm_ping_pong: rounds must be in 1..=2^30, got {rounds}"
+            )));
+        }
+        let f = self.function(&LATENCY, FN_SM_PING_PONG)?;
+        self.with_util(|s, ev| {
+            let zeroed = || s.alloc_zeros::<u32>(1).map_err(|e| driver_err("cuMemAllocAsync", e));
+            let (mut flag, mut failed) = (zeroed()?, zeroed()?);
+            // Untimed: loads the function's code, and starts the blocks once.
+            launch_sm_ping_pong(s, &f, &mut flag, rounds.min(100), &mut failed)?;
+            let mut flag = zeroed()?;
+            let record = |i: usize| ev[i].record(s).map_err(|e| driver_err("cuEventRecord", e));
+            record(1)?;
+            launch_sm_ping_pong(s, &f, &mut flag, rounds, &mut failed)?;
+            record(2)?;
+            let mut gave_up = [0u32; 1];
+            s.memcpy_dtoh(&failed, &mut gave_up).map_err(|e| driver_err("cuMemcpyDtoHAsync(failed)", e))?;
+            record(3)?;
+            self.wait_end(&ev[3])?;
+            let t = event_span(&ev[1], &ev[2])?;
+            Ok((gave_up[0] == 0).then_some(t))
         })
     }
 }

@@ -214,8 +214,8 @@ pub(super) fn loaded_libraries_name_cuda_13_paths(b: &CudaBackend) {
 }
 
 /// `[gpu]`: one thread's pointer chase (the latency ladder's GPU rungs) ends on the word the
-/// same walk ends on here, over a random cycle through 1,024 lines of 128 bytes, and both
-/// latency kernels report a positive time.
+/// same walk ends on here, over a random cycle through 1,024 lines of 128 bytes; the FMA chain
+/// and the bounce between two SMs report a positive time.
 pub(super) fn latency_kernels_follow_the_chain(b: &CudaBackend) {
     const WORDS_PER_LINE: usize = 32;
     let lines = 1024;
@@ -242,4 +242,8 @@ pub(super) fn latency_kernels_follow_the_chain(b: &CudaBackend) {
     let t = b.fma_chain(100_000).expect("fma_chain");
     println!("100,000 dependent FMAs: {t:?}");
     assert!(t > std::time::Duration::ZERO);
+    // Two one-thread blocks on an otherwise idle GPU run at once: the bounce completes.
+    let t = b.sm_ping_pong(10_000).expect("sm_ping_pong");
+    println!("10,000 round trips between two SMs: {t:?}");
+    assert!(t.is_some_and(|t| t > std::time::Duration::ZERO), "the two blocks did not run at once");
 }
