@@ -1,4 +1,5 @@
-//! GPUs are throughput machines, not latency machines (SEEDS story 3), measured on this CPU.
+//! GPUs are throughput machines, not latency machines (SEEDS story 3), measured: on this CPU,
+//! and on its GPU where there is one.
 //!
 //! ```text
 //! cargo run --release --example latency_ladder -- [--steps N] [--dram-bytes B] [--round-trips R] [--reps R] [--json]
@@ -23,8 +24,9 @@
 //! independent items: to keep a memory system busy, `latency × bandwidth` bytes must be in
 //! flight. One core's streaming read (measured here) keeps a handful of lines in flight; the
 //! H200's device copy (its measured profile) needs tens of thousands. A chain of dependent
-//! steps has one in flight, whatever the machine, so it runs at the latency, where the CPU is
-//! ahead at every rung.
+//! steps has one in flight, whatever the machine, so it runs at the latency, and the table
+//! says, rung by rung, which side that favours (the last line names any rung where the GPU's
+//! figure is not above the CPU's).
 //!
 //! Where a CUDA device opens (not under `GMPRT_DEVICE=host`), the same rungs run on it: one GPU
 //! thread doing the FMA chain and the chase (`kernels/cuda/latency.cu`, through
@@ -244,7 +246,8 @@ pub fn measure(a: &Args, caches: Vec<CacheLevel>) -> Result<Outcome, String> {
         dram = lines;
     }
 
-    // One core streaming through the DRAM buffer: every word read, in order.
+    // One core streaming through the DRAM buffer in order: one word of every 64-byte line, so
+    // every line comes in from memory (the bytes moved are the lines').
     let words = dram.len();
     let runs: Vec<Duration> = (0..a.reps)
         .map(|_| {

@@ -202,6 +202,7 @@ impl CudaBackend {
     /// }
     /// ```
     pub fn sm_ping_pong(&self, rounds: u32) -> Result<Option<Duration>, OffloadError> {
+        // The flag counts to 2·rounds + 1 in a 32-bit word.
         if !(1..=1 << 30).contains(&rounds) {
             return Err(OffloadError::Config(format!(
                 "sm_ping_pong: rounds must be in 1..=2^30, got {rounds}"
