@@ -42,6 +42,11 @@
 //! generator shares the cores with the server: the figures compare servers under the same
 //! load, not the most either could do alone.
 //!
+//! `--serve-http SIDE` runs one side's HTTP server alone in this process (its address on stdout,
+//! until stdin closes), so perf or strace can look at that server and nothing else:
+//! `scripts/net-syscalls.sh` counts each side's system calls and user/system CPU per request
+//! that way.
+//!
 //! Every process of the bench first raises its soft open-file limit to the hard one the way
 //! gmprt's runtime does (Go's start-up raise), by building a one-P gmprt runtime, so both sides
 //! run under the same limit.
