@@ -46,7 +46,7 @@ mod common;
 mod probes;
 use clap::Parser;
 use common::{count_in, fail, positive, Cli};
-use probes::{chase, chase_buffer, fma_chain, measure_gpu, ping_pong, two_cpus};
+use probes::{chase, chase_buffer, fma_chain, measure_gpu, median_ns, ping_pong, two_cpus};
 use std::ffi::OsString;
 use std::hint::black_box;
 use std::path::Path;
@@ -180,12 +180,6 @@ pub struct Outcome {
     pub gpu_lines_in_flight: f64,
 }
 
-/// The median of `runs` (each a time over `per` steps), in ns per step.
-fn median_ns(mut runs: Vec<Duration>, per: usize) -> f64 {
-    runs.sort();
-    runs[runs.len() / 2].as_secs_f64() * 1e9 / per as f64
-}
-
 fn article(name: &str) -> (Option<f64>, Option<f64>) {
     ARTICLE.iter().find(|r| r.0 == name).map_or((None, None), |r| (Some(r.1), Some(r.2)))
 }
@@ -210,7 +204,7 @@ pub fn measure(a: &Args, caches: Vec<CacheLevel>) -> Result<Outcome, String> {
     rungs.push(Rung {
         name: "FMA".into(),
         bytes: 0,
-        ns: median_ns(runs, a.steps),
+        ns: median_ns(runs, a.steps as u64),
         article_cpu_ns: cpu,
         article_gpu_ns: gpu,
         gpu_ns: None,
@@ -237,7 +231,7 @@ pub fn measure(a: &Args, caches: Vec<CacheLevel>) -> Result<Outcome, String> {
         rungs.push(Rung {
             name,
             bytes: lines.len() * 64,
-            ns: median_ns(runs, a.steps),
+            ns: median_ns(runs, a.steps as u64),
             article_cpu_ns: cpu,
             article_gpu_ns: gpu,
             gpu_ns: None,
@@ -281,7 +275,7 @@ pub fn measure(a: &Args, caches: Vec<CacheLevel>) -> Result<Outcome, String> {
     let core_to_core = two_cpus().map(|cpus| {
         ping_pong(cpus, a.round_trips.min(1000)); // warm-up: both threads started and pinned
         let runs = (0..a.reps).map(|_| ping_pong(cpus, a.round_trips)).collect();
-        (cpus.0, cpus.1, median_ns(runs, 2 * a.round_trips))
+        (cpus.0, cpus.1, median_ns(runs, 2 * a.round_trips as u64))
     });
     Ok(Outcome {
         caches,

@@ -42,9 +42,18 @@ impl XorShift {
     }
 }
 
-/// `n` lines linked into one cycle through all of them in random order (Sattolo's shuffle:
-/// swapping each position only with an earlier one yields a single cycle), or the error saying
-/// why they do not fit in memory.
+/// Sattolo's shuffle of the identity on `0..n`, through `swap(i, j)`: swapping each position
+/// only with an earlier one turns it into a single cycle through all `n`. Both chase buffers
+/// start as the identity (every node naming itself) and are shuffled by this.
+fn sattolo(n: usize, mut swap: impl FnMut(usize, usize)) {
+    let mut rng = XorShift(SEED);
+    for i in (1..n).rev() {
+        swap(i, rng.below(i));
+    }
+}
+
+/// `n` lines linked into one cycle through all of them in random order ([`sattolo`]), or the
+/// error saying why they do not fit in memory.
 pub(super) fn chase_buffer(n: usize, asked: &str) -> Result<Vec<Line>, String> {
     debug_assert!(n > 0);
     let mut lines =
@@ -53,19 +62,16 @@ pub(super) fn chase_buffer(n: usize, asked: &str) -> Result<Vec<Line>, String> {
     for (i, l) in lines.iter_mut().enumerate() {
         l.next = i;
     }
-    let mut rng = XorShift(SEED);
-    for i in (1..n).rev() {
-        let j = rng.below(i);
+    sattolo(n, |i, j| {
         let (a, b) = (lines[i].next, lines[j].next);
-        lines[i].next = b;
-        lines[j].next = a;
-    }
+        (lines[i].next, lines[j].next) = (b, a);
+    });
     Ok(lines)
 }
 
 /// The GPU chase's buffer: `bytes / 128` lines of 128 bytes, the first word of each holding the
-/// word index of the next line in one random cycle (Sattolo's shuffle, as `chase_buffer`), or
-/// the error saying why it does not fit in memory.
+/// word index of the next line in one random cycle ([`sattolo`], as `chase_buffer`), or the
+/// error saying why it does not fit in memory.
 pub(super) fn gpu_cycle(bytes: usize) -> Result<Vec<u32>, String> {
     let lines = (bytes / (4 * GPU_LINE_WORDS)).max(1);
     let mut next = super::common::try_filled(
@@ -78,11 +84,14 @@ pub(super) fn gpu_cycle(bytes: usize) -> Result<Vec<u32>, String> {
     for i in 0..lines {
         next[i * GPU_LINE_WORDS] = (i * GPU_LINE_WORDS) as u32;
     }
-    let mut rng = XorShift(SEED);
-    for i in (1..lines).rev() {
-        next.swap(i * GPU_LINE_WORDS, rng.below(i) * GPU_LINE_WORDS);
-    }
+    sattolo(lines, |i, j| next.swap(i * GPU_LINE_WORDS, j * GPU_LINE_WORDS));
     Ok(next)
+}
+
+/// The median of `runs` (each a time over `per` steps), in ns per step. `runs` is not empty.
+pub(super) fn median_ns(mut runs: Vec<Duration>, per: u64) -> f64 {
+    runs.sort();
+    runs[runs.len() / 2].as_secs_f64() * 1e9 / per as f64
 }
 
 /// One GPU rung: its name (as the CPU rung's), the chase's buffer in bytes (0: FMA), ns per step.
@@ -107,32 +116,23 @@ pub(super) fn measure_gpu(steps: usize, round_trips: usize, reps: usize) -> Resu
         return Err("GMPRT_DEVICE=host".into());
     }
     let gpu = gmprt::offload::cuda::CudaBackend::new(0).map_err(|e| e.to_string())?;
-    let ns = |t: Duration, n: u64| t.as_secs_f64() * 1e9 / n as f64;
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
+    let err = |e: gmprt::offload::OffloadError| e.to_string();
     let mut rungs = Vec::new();
     let n = steps as u64;
-    let runs = (0..reps).map(|_| gpu.fma_chain(n).map(|t| ns(t, n))).collect::<Result<Vec<_>, _>>();
-    rungs.push(("FMA", 0, median(runs.map_err(|e| e.to_string())?)));
+    let runs = (0..reps).map(|_| gpu.fma_chain(n)).collect::<Result<Vec<_>, _>>().map_err(err)?;
+    rungs.push(("FMA", 0, median_ns(runs, n)));
     // A device-memory load takes several times a CPU's: a tenth of the steps keeps a run short.
     let n = (steps as u64 / 10).max(1);
     for (name, bytes) in GPU_SIZES {
         let next = gpu_cycle(bytes)?;
-        let runs =
-            (0..reps).map(|_| gpu.chase(&next, n).map(|(t, _)| ns(t, n))).collect::<Result<Vec<_>, _>>();
-        rungs.push((name, next.len() * 4, median(runs.map_err(|e| e.to_string())?)));
+        let (runs, _) = gpu.chase(&next, n, reps).map_err(err)?;
+        rungs.push((name, next.len() * 4, median_ns(runs, n)));
     }
     let rounds = u32::try_from(round_trips.min(1 << 30)).unwrap_or(1 << 30);
-    let runs = (0..reps).map(|_| gpu.sm_ping_pong(rounds)).collect::<Result<Vec<_>, _>>();
+    let runs = (0..reps).map(|_| gpu.sm_ping_pong(rounds)).collect::<Result<Vec<_>, _>>().map_err(err)?;
     // Every run must have had both blocks at once; one that did not leaves no figure.
-    let runs: Option<Vec<f64>> = runs
-        .map_err(|e| e.to_string())?
-        .into_iter()
-        .map(|t| t.map(|t| ns(t, 2 * u64::from(rounds))))
-        .collect();
-    let sm_to_sm_ns = runs.map(median);
+    let sm_to_sm_ns =
+        runs.into_iter().collect::<Option<Vec<_>>>().map(|r| median_ns(r, 2 * u64::from(rounds)));
     Ok(GpuFigures { device: gmprt::offload::Backend::describe(&gpu), rungs, sm_to_sm_ns })
 }
 

@@ -69,11 +69,12 @@ fn launch_sm_ping_pong(
 }
 
 impl CudaBackend {
-    /// The device time of one thread following `p = next[p]` from 0 for `steps` dependent loads
-    /// (after an untimed lap), and the word it ended on (where the same walk on the host ends):
-    /// divide the time by `steps` for one load's latency from wherever `next` fits. `next` must be non-empty, at most 2^32 words, and every word an index into it
+    /// The device times of `runs` launches of one thread following `p = next[p]` from 0 for
+    /// `steps` dependent loads (after an untimed lap; `next` is checked and uploaded once for
+    /// all of them), and the word the walk ends on (where the same walk on the host ends):
+    /// divide a time by `steps` for one load's latency from wherever `next` fits. `next` must be non-empty, at most 2^32 words, and every word an index into it
     /// (else `Err(Config)`, before anything reaches the device: a word past the end would
-    /// read outside the buffer); `steps` at least 1.
+    /// read outside the buffer); `steps` and `runs` at least 1.
     ///
     /// # Examples
     ///
@@ -86,13 +87,13 @@ impl CudaBackend {
     ///
     /// match CudaBackend::new(0) {
     ///     Ok(gpu) => {
-    ///         let err = gpu.chase(&[0, 7], 10).unwrap_err();
+    ///         let err = gpu.chase(&[0, 7], 10, 1).unwrap_err();
     ///         assert!(err.to_string().contains("word 1 is 7"), "{err}");
     ///         // A cycle of 32 words through 4 lines of 128 bytes: 0 -> 64 -> 32 -> 96 -> 0.
     ///         let mut next = vec![0u32; 128];
     ///         (next[0], next[64], next[32], next[96]) = (64, 32, 96, 0);
-    ///         match gpu.chase(&next, 1001) {
-    ///             Ok((t, end)) => assert_eq!((t.as_nanos() > 0, end), (true, 64)),
+    ///         match gpu.chase(&next, 1001, 2) {
+    ///             Ok((ts, end)) => assert_eq!((ts.len(), ts.iter().all(|t| t.as_nanos() > 0), end), (2, true, 64)),
     ///             Err(e) => assert!(nvrtc::available().is_err(), "{e}"),
     ///         }
     ///     }
@@ -100,10 +101,10 @@ impl CudaBackend {
     ///     Err(e) => assert!(matches!(e, OffloadError::NoDevice { .. }), "{e}"),
     /// }
     /// ```
-    pub fn chase(&self, next: &[u32], steps: u64) -> Result<(Duration, u32), OffloadError> {
-        if next.is_empty() || next.len() > 1 << 32 || steps == 0 {
+    pub fn chase(&self, next: &[u32], steps: u64, runs: usize) -> Result<(Vec<Duration>, u32), OffloadError> {
+        if next.is_empty() || next.len() > 1 << 32 || steps == 0 || runs == 0 {
             return Err(OffloadError::Config(format!(
-                "chase: needs 1..=2^32 words and at least 1 step, got {} words and {steps} steps",
+                "chase: needs 1..=2^32 words, at least 1 step and 1 run, got {} words, {steps} steps, {runs} runs",
                 next.len()
             )));
         }
@@ -121,14 +122,18 @@ impl CudaBackend {
             // the first launch loads the function's code.
             launch_chase(s, &f, &d_next, steps.min(next.len() as u64), &mut out)?;
             let record = |i: usize| ev[i].record(s).map_err(|e| driver_err("cuEventRecord", e));
-            record(1)?;
-            launch_chase(s, &f, &d_next, steps, &mut out)?;
-            record(2)?;
+            let mut times = Vec::with_capacity(runs);
             let mut end = [0u32; 1];
-            s.memcpy_dtoh(&out, &mut end).map_err(|e| driver_err("cuMemcpyDtoHAsync(out)", e))?;
-            record(3)?;
-            self.wait_end(&ev[3])?;
-            Ok((event_span(&ev[1], &ev[2])?, end[0]))
+            for _ in 0..runs {
+                record(1)?;
+                launch_chase(s, &f, &d_next, steps, &mut out)?;
+                record(2)?;
+                s.memcpy_dtoh(&out, &mut end).map_err(|e| driver_err("cuMemcpyDtoHAsync(out)", e))?;
+                record(3)?;
+                self.wait_end(&ev[3])?;
+                times.push(event_span(&ev[1], &ev[2])?);
+            }
+            Ok((times, end[0]))
         })
     }
 

@@ -235,10 +235,11 @@ pub(super) fn latency_kernels_follow_the_chain(b: &CudaBackend) {
     for _ in 0..steps {
         p = next[p as usize];
     }
-    let (t, end) = b.chase(&next, steps).expect("chase");
-    println!("chase of {steps} loads in 128 KiB: {t:?}");
+    let (ts, end) = b.chase(&next, steps, 2).expect("chase");
+    println!("chase of {steps} loads in 128 KiB, twice: {ts:?}");
     assert_eq!(end, p, "the device's walk ends where the host's does");
-    assert!(t > std::time::Duration::ZERO);
+    assert_eq!(ts.len(), 2);
+    assert!(ts.iter().all(|&t| t > std::time::Duration::ZERO));
     let t = b.fma_chain(100_000).expect("fma_chain");
     println!("100,000 dependent FMAs: {t:?}");
     assert!(t > std::time::Duration::ZERO);
