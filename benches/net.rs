@@ -176,10 +176,10 @@ fn main() {
         return;
     }
     let side_named = |name: &str| {
-        sides()
-            .into_iter()
-            .find(|s| s.name == name)
-            .unwrap_or_else(|| fail(&format!("unknown side '{name}' (known: tokio, gmprt)")))
+        sides().into_iter().find(|s| s.name == name).unwrap_or_else(|| {
+            let known: Vec<&str> = sides().iter().map(|s| s.name).collect();
+            fail(&format!("unknown side '{name}' (known: {})", known.join(", ")))
+        })
     };
     if let Some(name) = &cli.serve_http {
         if let Err(e) = serve_http(side_named(name), procs) {
