@@ -271,6 +271,12 @@ impl FakeFd {
             .await
     }
 
+    /// Sets (`Some`) or clears the read deadline, as `TcpStream::set_read_deadline` does: a
+    /// read parked on the descriptor wakes and applies it.
+    pub fn set_read_deadline(&self, at: Option<std::time::Instant>) {
+        self.reg.set_deadline(crate::netpoll::desc::Dir::Read, at);
+    }
+
     /// The kernel's part: data arrives, and the poller reports the edge.
     pub fn make_ready(&self) {
         *self.data.lock() = true;

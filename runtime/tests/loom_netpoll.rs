@@ -144,3 +144,28 @@ fn shutdown_breaks_the_m_in_netpoll_procs1() {
         drop(fd);
     });
 }
+
+/// procs = 1. `block_on` reads a descriptor that never becomes ready, parking without the
+/// deadline's lock (no deadline yet), while another thread sets a read deadline already past.
+/// The read must fail with `TimedOut`: `set_deadline` stores its flag before it takes the
+/// waiters and the reader reads the flag again after storing its waker, so either the setter
+/// wakes the reader or the reader sees the deadline. Without the reader's second look, the
+/// interleaving "reader reads no deadline, setter sets it and finds no waiter, reader parks"
+/// leaves `block_on` parked forever (loom: deadlock).
+#[test]
+fn deadline_set_while_a_reader_parks_procs1() {
+    loom::model(|| {
+        let rt = Runtime::builder().procs(1).build().unwrap();
+        let fd = Arc::new(rt.block_on(async { FakeFd::new() }).unwrap());
+        let past = std::time::Instant::now();
+        let setter = {
+            let fd = fd.clone();
+            thread::spawn(move || fd.set_read_deadline(Some(past)))
+        };
+        let err = rt.block_on(async { fd.read().await }).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut, "{err}");
+        setter.join().unwrap();
+        drop(fd);
+        drop(rt);
+    });
+}

@@ -16,9 +16,12 @@
 //!   deadline passes wake (a runtime timer, armed by the first to park, wakes every waiter of
 //!   the direction: `DeadlineWake`) and fail. Moving a deadline wakes the parked operations so
 //!   they apply the new one (a later deadline: they park again under a new timer). A
-//!   direction with no deadline answers "ready" without the deadline's lock (`has_deadline`):
-//!   a deadline set meanwhile applies from the next operation, as it would to one already past
-//!   its check.
+//!   direction with no deadline (`has_deadline` clear) is polled, and parked on, without the
+//!   deadline's lock: a ready direction's operation is ordered before a deadline set
+//!   meanwhile, as one already past its check would be; a task that parks reads the flag
+//!   again after storing its waker, and `set_deadline` stores the flag before it takes the
+//!   waiters, both under the waiters' lock, so the task either sees the new deadline or is
+//!   woken to see it (`poll_ready`; modelled in `tests/loom_netpoll.rs`).
 //! * Drop deletes the kernel registration, removes the table entry and marks the descriptor
 //!   closed, **before** the owner closes the descriptor (the owner's field order): a closed
 //!   descriptor's number can be reused at once by another socket.
@@ -83,8 +86,8 @@ pub(crate) struct Registration {
     /// Read and write deadlines (index: `di(dir)`).
     deadlines: [Mutex<Deadline>; 2],
     /// Whether each direction has a deadline (`deadlines[i].at.is_some()`, stored under that
-    /// lock): without one, `poll_ready` answers a ready direction without the lock — two
-    /// locked RMWs fewer per read or write of a connection that never sets a deadline.
+    /// lock): without one, `poll_ready` answers or parks without the lock — two locked RMWs
+    /// fewer per read or write, and per park, of a connection that never sets a deadline.
     has_deadline: [AtomicBool; 2],
 }
 
@@ -157,26 +160,41 @@ impl Registration {
 
     /// Polls until `dir` is (believed) ready; see `desc.rs`. Applies the direction's deadline.
     pub(crate) fn poll_ready(&self, cx: &mut Context<'_>, dir: Dir) -> Poll<io::Result<ReadyEvent>> {
-        // No deadline on this direction (a connection that never sets one): a ready direction
-        // needs no look at the deadline, so no lock. A deadline set meanwhile by another task
-        // applies from the next call; this operation is ordered before it, as one that had
-        // already passed its check would be. Acquire: pairs with `set_deadline`'s store.
+        // No deadline on this direction (a connection that never sets one): no look at the
+        // deadline, so no lock, ready or not (module doc, "Deadlines"). Acquire: pairs with
+        // `set_deadline`'s store.
+        let mut parked_unlocked = false;
         if !self.has_deadline[di(dir)].load(Acquire) {
-            if let Some(r) = self.desc.ready_now(dir) {
-                return Poll::Ready(r);
+            let r = self.park_on_desc(cx, dir);
+            // A deadline set while this task parked: `set_deadline` stores the flag, *then*
+            // takes the waiters under the waiters' lock, and `park_on_desc` stored this task's
+            // waker under the same lock before this load. If the setter's take came first, its
+            // store happens before this load, which sees the flag; if this task's store came
+            // first, the setter takes its waker and wakes it, and the next poll sees the flag.
+            // Either way no parked task misses a deadline (`loom_netpoll.rs`,
+            // `deadline_set_while_a_reader_parks_procs1`). Acquire: as above.
+            if r.is_ready() {
+                return r;
             }
+            if !self.has_deadline[di(dir)].load(Acquire) {
+                crate::task::wait::set(crate::task::wait::NET, self.fd as u64, di(dir) as u64);
+                return Poll::Pending;
+            }
+            // Seen: apply it under the lock below. This task's waker, already stored, is
+            // recognised there (`Waker::will_wake`) and not counted twice.
+            parked_unlocked = true;
         }
         let mut d = self.deadlines[di(dir)].lock();
         if d.at.is_some_and(|at| Instant::now() >= at) {
+            // A task that parked above before it saw the deadline stops waiting.
+            if parked_unlocked && self.desc.forget_waiter(dir, cx.waker()) {
+                self.shared.net.nwaiters.fetch_sub(1, SeqCst);
+            }
             return Poll::Ready(Err(timed_out(dir)));
         }
-        let mut parked = false;
-        let r = self.desc.poll_ready(cx, dir, &self.shared.net.nwaiters, &mut parked);
+        let r = self.park_on_desc(cx, dir);
         if r.is_ready() {
             return r;
-        }
-        if parked && self.shared.current_pid().is_none() {
-            self.shared.netpoll_waiter_off_m();
         }
         if let Some(at) = d.at {
             let d = &mut *d;
@@ -201,6 +219,21 @@ impl Registration {
         }
         // After the timer's poll, which records its own reason: this task waits on the socket.
         crate::task::wait::set(crate::task::wait::NET, self.fd as u64, di(dir) as u64);
+        Poll::Pending
+    }
+
+    /// `desc.rs`'s step 2 for the task polling `dir`: `Ready` when the direction reads ready (or
+    /// closed), else parks it on the descriptor (counted in `nwaiters` the first time, with an
+    /// M woken for a waiter off any M). The caller records what the task waits on.
+    fn park_on_desc(&self, cx: &mut Context<'_>, dir: Dir) -> Poll<io::Result<ReadyEvent>> {
+        let mut parked = false;
+        let r = self.desc.poll_ready(cx, dir, &self.shared.net.nwaiters, &mut parked);
+        if r.is_ready() {
+            return r;
+        }
+        if parked && self.shared.current_pid().is_none() {
+            self.shared.netpoll_waiter_off_m();
+        }
         Poll::Pending
     }
 
@@ -271,10 +304,12 @@ impl Registration {
             let mut d = self.deadlines[di(dir)].lock();
             d.at = at;
             d.timer = None;
-            // Release: pairs with `poll_ready`'s Acquire load; under the lock, so it always
+            // Release: pairs with `poll_ready`'s Acquire loads; under the lock, so it always
             // says whether `d.at` is set.
             self.has_deadline[di(dir)].store(at.is_some(), Release);
         }
+        // After the store, and under the waiters' lock: a task that parked without the
+        // deadline's lock is either taken here or sees the flag (`poll_ready`).
         wake_waiters(&self.shared, &self.desc, dir);
     }
 
