@@ -5,7 +5,12 @@
 # costs more per request, this says whether the difference is in the kernel (more reads that
 # find nothing, more epoll_waits, more futex wake-ups) or in user space.
 #
-#   bash scripts/net-syscalls.sh [--rounds R] [--secs S] [--procs P] [--conns C]
+#   bash scripts/net-syscalls.sh [--rounds R] [--secs S] [--procs P] [--conns C] [--bin NET]
+#
+# --bin: an already built net bench (a build of another commit, for a before/after pair).
+# --clock: count clock reads too (libc's clock_gettime, which std's Instant::now and tokio's
+# clock call) with a uprobe (root). Each hit traps into the kernel, so in these runs the CPU
+# figures are the probe's, not the server's: take them from runs without --clock.
 #
 # Each round runs both sides, the order alternating (tokio first in odd rounds), each for a 1-s
 # warm-up and then S seconds counted. Prints one line per run (every counted call per request,
@@ -14,22 +19,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-rounds=3 secs=5 procs=2 conns=64
+rounds=3 secs=5 procs=2 conns=64 bin= clock=0
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=${2:?}; shift 2 ;;
     --secs) secs=${2:?}; shift 2 ;;
     --procs) procs=${2:?}; shift 2 ;;
     --conns) conns=${2:?}; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
-    *) echo "net-syscalls.sh: unknown argument '$1' (known: --rounds, --secs, --procs, --conns)" >&2; exit 2 ;;
+    --bin) bin=${2:?}; shift 2 ;;
+    --clock) clock=1; shift ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    *) echo "net-syscalls.sh: unknown argument '$1' (known: --rounds, --secs, --procs, --conns, --bin, --clock)" >&2; exit 2 ;;
   esac
 done
 for tool in perf wrk python3; do
   command -v "$tool" >/dev/null || { echo "net-syscalls.sh: needs $tool" >&2; exit 2; }
 done
 
-bin=$(cargo bench --bench net --no-run --locked --message-format=json 2>/dev/null \
+[ -n "$bin" ] || bin=$(cargo bench --bench net --no-run --locked --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
@@ -43,10 +50,21 @@ for c in read recvfrom write writev sendto epoll_wait epoll_pwait epoll_ctl fute
   events+=",syscalls:sys_enter_$c"
 done
 events+=",context-switches,task-clock"
+# Clock reads (--clock): a uprobe on the libc the server links (kept if already placed).
+if [ "$clock" = 1 ]; then
+  libc=$(ldd "$bin" | awk '/libc\.so/ { print $3 }')
+  if [ -n "$libc" ] && { perf probe -l 2>/dev/null | grep -q 'probe_libc:clock_gettime ' \
+      || perf probe -q -x "$libc" --add clock_gettime >/dev/null 2>&1; }; then
+    events+=",probe_libc:clock_gettime"
+  else
+    echo "net-syscalls.sh: --clock needs a uprobe on clock_gettime (root, a libc with symbols)" >&2
+    exit 2
+  fi
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-echo "net-syscalls: HTTP, $procs workers per side, wrk -t$procs -c$conns, ${secs} s counted, $rounds rounds; $(nproc) CPUs; $(git log -1 --format='%h %s' | cut -c1-80)"
+echo "net-syscalls: HTTP, $procs workers per side, wrk -t$procs -c$conns, ${secs} s counted, $rounds rounds; $(nproc) CPUs; $(git log -1 --format='%h %s' | cut -c1-80); $bin$([ "$clock" = 1 ] && echo '; clock reads counted (CPU figures inflated by the uprobe)')"
 for r in $(seq 1 "$rounds"); do
   order=(tokio gmprt)
   [ $((r % 2)) -eq 0 ] && order=(gmprt tokio)
@@ -81,7 +99,8 @@ for line in open(sys.argv[1]):
         p = l.strip().split(",")
         if len(p) < 3 or not p[0].replace(".", "").isdigit():
             continue
-        name = p[2].replace("syscalls:sys_enter_", "").replace("raw_syscalls:sys_enter", "all calls")
+        name = (p[2].replace("syscalls:sys_enter_", "").replace("raw_syscalls:sys_enter", "all calls")
+                .replace("probe_libc:clock_gettime", "clock reads"))
         per[name] = float(p[0]) / req
     per["CPU µs"] = per.pop("task-clock") * 1e3  # task-clock is in ms
     # /proc's utime and stime over the same window (wrk's run; perf's is a few ms longer)

@@ -24,6 +24,12 @@ pub(crate) struct Context {
     /// Set while this M wakes the tasks of fired timers: they go to the queue tail, in
     /// deadline order, instead of `runnext` (which would run the last one first).
     pub(crate) wake_to_tail: Cell<bool>,
+    /// The clock as this M last read it, in runtime nanoseconds (0: not read this round): set
+    /// at the start of each scheduling round by `check_timers` (Go's `checkTimers` returns
+    /// its `now` for the same reuse), or by the round's first `Sleep` to need it. Never ahead
+    /// of the clock, so a deadline at or before it has passed; `Sleep`'s first poll compares
+    /// against it rather than reading the clock again (`time/mod.rs`). Only on Ms.
+    pub(crate) round_now: Cell<u64>,
 }
 
 impl Context {
@@ -34,6 +40,7 @@ impl Context {
             pid: Cell::new(usize::MAX),
             mid,
             wake_to_tail: Cell::new(false),
+            round_now: Cell::new(0),
         }
     }
 

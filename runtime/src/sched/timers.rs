@@ -42,6 +42,18 @@ impl Shared {
         self.run_timers_at(pid, self.now_nanos())
     }
 
+    /// Go's `checkTimers`, for the M holding P `pid` at the start of a scheduling round: fires
+    /// the P's due timers and returns the clock it read (runtime nanoseconds), or 0 when the P
+    /// has no timer (then the clock is not read). The M keeps it as its `round_now`.
+    pub(crate) fn check_timers(&self, pid: usize) -> u64 {
+        if self.allp[pid].timer0_when.load(SeqCst) == 0 {
+            return 0;
+        }
+        let now = self.now_nanos();
+        self.run_timers_at(pid, now);
+        now
+    }
+
     /// `run_timers` with the clock given (`now`, runtime nanoseconds): fires P `pid`'s timers
     /// due at `now`. The loom models call it with a fixed `now`.
     pub(crate) fn run_timers_at(&self, pid: usize, now: u64) -> bool {

@@ -24,6 +24,13 @@
 //! It may fire late by however long the M that should run it is busy: futures cannot be
 //! preempted (see the crate docs).
 //!
+//! Clock reads: an M reads the clock once per scheduling round, and only while its P has
+//! timers (Go's `checkTimers`), and keeps the reading for the round (`Context::round_now`).
+//! A `Sleep`'s first poll compares its deadline with that reading, never ahead of the clock,
+//! and reads the clock itself only for a deadline within `FRESH_NS` (1 ms) of it; a registered
+//! `Sleep` is done when its M has fired it and reads no clock at all. So arming a timer on an
+//! M (hyper does for every request) costs no clock read of its own.
+//!
 //! A deadline past the end of time is "never", as in Go and tokio: `sleep(Duration::MAX)`,
 //! `timeout(Duration::MAX, f)` or an `interval` whose next tick cannot be represented as an
 //! `Instant` never fire, and never panic. Such a `Sleep` takes no heap slot: nothing will ever
@@ -178,16 +185,10 @@ impl Future for Sleep {
             crate::task::wait::set(crate::task::wait::TIMER, 0, u64::MAX);
             return Poll::Pending;
         };
-        if Instant::now() >= deadline {
-            // Ready without parking: spend budget first (coop.rs), so a loop of elapsed
-            // sleeps still yields.
-            if crate::coop::poll_proceed(cx).is_pending() {
-                return Poll::Pending;
-            }
-            this.unregister();
-            return Poll::Ready(());
-        }
         if let Some(reg) = &this.reg {
+            // Registered: done once fired, no clock read (the firing M read it: fired means the
+            // clock passed `when`, which is `deadline` rounded up, so not early). A registered
+            // deadline that has passed but not yet fired fires at its P's next round.
             let heap = reg.shared().allp[reg.p].timers.lock();
             // SAFETY: under the heap lock.
             let done = this.node.inner.with_mut(|n| unsafe {
@@ -201,25 +202,35 @@ impl Future for Sleep {
                 false
             });
             drop(heap);
-            // Fired means the clock passed `when`, which is `deadline` rounded up: not early.
-            // It was parked, so no budget is spent (it yielded already).
+            // It was parked, so no budget is spent (it yielded already). The registration
+            // (the node is out of the heap) goes with the `Sleep` or its `reset`.
             if done {
                 return Poll::Ready(());
             }
             crate::task::wait::set(crate::task::wait::TIMER, 0, reg.shared().nanos(deadline));
             return Poll::Pending;
         }
-        // First poll: register in the current P's heap (P 0 off an M).
-        let (sched, p, on_m) = with_current(|c| match c {
-            Some(c) => {
-                let pid = c.pid.get();
-                let on_m = pid != usize::MAX;
-                (crate::sched::taskrefs::acquire_task_ref(c), if on_m { pid } else { 0 }, on_m)
+        // First poll: done already if the deadline has passed; else register in the current
+        // P's heap (P 0 off an M).
+        let first = with_current(|c| {
+            let c = c.expect(
+                "gmprt timers need a runtime: await this Sleep inside a gmprt task or Runtime::block_on",
+            );
+            if deadline_passed(c, c.shared.nanos(deadline)) {
+                return None;
             }
-            None => panic!(
-                "gmprt timers need a runtime: await this Sleep inside a gmprt task or Runtime::block_on"
-            ),
+            let pid = c.pid.get();
+            let on_m = pid != usize::MAX;
+            Some((crate::sched::taskrefs::acquire_task_ref(c), if on_m { pid } else { 0 }, on_m))
         });
+        let Some((sched, p, on_m)) = first else {
+            // Ready without parking: spend budget first (coop.rs), so a loop of elapsed
+            // sleeps still yields.
+            if crate::coop::poll_proceed(cx).is_pending() {
+                return Poll::Pending;
+            }
+            return Poll::Ready(());
+        };
         let reg = Registration { sched, p };
         let shared = reg.shared();
         let when = shared.nanos(deadline);
@@ -242,6 +253,33 @@ impl Future for Sleep {
         Poll::Pending
     }
 }
+
+/// Whether a deadline at `when` (runtime nanoseconds) has passed, read by the task on `c`'s
+/// thread: against the clock its M read this round (`Context::round_now`), which is never
+/// ahead of the clock, so "passed" is never early. A deadline past that reading by more than
+/// [`FRESH_NS`] is taken as not passed without reading the clock again; otherwise (or off an
+/// M, or when the round has read no clock yet) the clock is read, and kept as the round's.
+fn deadline_passed(c: &crate::sched::context::Context, when: u64) -> bool {
+    let on_m = c.pid.get() != usize::MAX;
+    let seen = if on_m { c.round_now.get() } else { 0 };
+    if seen != 0 && (when <= seen || when - seen > FRESH_NS) {
+        return when <= seen;
+    }
+    let now = c.shared.now_nanos();
+    if on_m {
+        c.round_now.set(now);
+    }
+    when <= now
+}
+
+/// How far past the round's clock reading a deadline may be before a `Sleep`'s first poll
+/// reads the clock to see whether it has passed: 1 ms. A round is one poll of one task, which
+/// the cooperative budget keeps to microseconds, so a deadline 1 ms past its start has almost
+/// never passed yet, and registering it costs no clock read (hyper's 30-s header timer, armed
+/// for every request). When a round did run that long, the deadline fires at the P's next
+/// round: late by that one overlong round, never early. Nearer deadlines (`sleep(ZERO)`, a
+/// `sleep_until` of a time just past) read the clock and complete at once, as before.
+const FRESH_NS: u64 = 1_000_000;
 
 impl Drop for Sleep {
     fn drop(&mut self) {
@@ -376,5 +414,38 @@ impl Interval {
         assert!(!period.is_zero(), "ticker period must be non-zero (Go's Ticker.Reset panics too)");
         self.period = period;
         self.next = Instant::now().checked_add(period);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::sched::context::Context as SchedContext;
+
+    /// `deadline_passed` answers from the round's reading when it can (at or before it: passed;
+    /// more than `FRESH_NS` past it: not yet), reads the clock otherwise, and keeps that
+    /// reading as the round's only on an M.
+    #[test]
+    fn first_poll_reads_the_clock_only_near_the_rounds_reading() {
+        let rt = crate::Runtime::builder().procs(1).build().unwrap();
+        let shared = rt.block_on(async { with_current(|c| c.expect("in block_on").shared.clone()) });
+
+        let m = SchedContext::new(shared.clone(), 0);
+        m.pid.set(0); // as the M holding P 0, whose round read the clock at 1 ns
+        m.round_now.set(1);
+        assert!(deadline_passed(&m, 1), "at the reading: passed");
+        assert!(!deadline_passed(&m, 2 + FRESH_NS), "far past the reading: not yet, unread");
+        assert_eq!(m.round_now.get(), 1, "neither read the clock");
+        assert!(deadline_passed(&m, 2), "near the reading: the clock, read, has passed 2 ns");
+        let read = m.round_now.get();
+        assert!(read > 1, "the reading is kept as the round's");
+        assert!(!deadline_passed(&m, read + 2 * FRESH_NS));
+        assert_eq!(m.round_now.get(), read, "answered from the kept reading");
+
+        let off_m = SchedContext::new(shared, usize::MAX); // `block_on`'s thread: no rounds
+        off_m.round_now.set(1);
+        assert!(!deadline_passed(&off_m, u64::MAX), "an hour, a year away: not yet");
+        assert!(deadline_passed(&off_m, 2), "read the clock");
+        assert_eq!(off_m.round_now.get(), 1, "off an M nothing is kept");
     }
 }
