@@ -155,19 +155,35 @@ impl Sleep {
         let waker = {
             let ps = &reg.shared().allp[reg.p];
             let mut heap = ps.timers.lock();
-            // SAFETY: under the heap lock (module rules in heap.rs).
-            let index = self.node.inner.with(|n| unsafe { (*n).index });
-            if index != NO_INDEX {
-                heap.remove(index);
-                ps.set_timer0(heap.first_when());
-            }
-            // SAFETY: under the heap lock; reset for a possible re-registration.
-            self.node.inner.with_mut(|n| unsafe {
-                (*n).fired = false;
-                (*n).waker.take()
-            })
+            self.unlink(ps, &mut heap)
         };
-        // Dropped outside the lock, as the firing M wakes outside it.
+        Sleep::release(reg, waker);
+    }
+
+    /// Takes the node out of `ps`'s heap if it is still there, and resets it for a possible
+    /// re-registration; returns its waker, to be dropped outside the lock. Only with `ps`'s
+    /// heap lock held (`heap` is its guard).
+    fn unlink(
+        &self,
+        ps: &crate::sched::processor::PShared,
+        heap: &mut TimerHeap,
+    ) -> Option<std::task::Waker> {
+        // SAFETY: under the heap lock (module rules in heap.rs).
+        let index = self.node.inner.with(|n| unsafe { (*n).index });
+        if index != NO_INDEX {
+            heap.remove(index);
+            ps.set_timer0(heap.first_when());
+        }
+        // SAFETY: under the heap lock; reset for a possible re-registration.
+        self.node.inner.with_mut(|n| unsafe {
+            (*n).fired = false;
+            (*n).waker.take()
+        })
+    }
+
+    /// Ends a registration after `unlink`: drops the waker outside the lock, as the firing M
+    /// wakes outside it, then gives back the registration's task reference.
+    fn release(reg: Registration, waker: Option<std::task::Waker>) {
         drop(waker);
         // SAFETY: the registration owned this reference, and nothing above outlives it.
         unsafe { crate::sched::taskrefs::release_task_ref(reg.sched) };
@@ -186,27 +202,31 @@ impl Future for Sleep {
             return Poll::Pending;
         };
         if let Some(reg) = &this.reg {
-            // Registered: done once fired, no clock read (the firing M read it: fired means the
-            // clock passed `when`, which is `deadline` rounded up, so not early). A registered
+            // Registered: done once fired, with no clock read (the firing M read it: fired
+            // means the clock passed `when`, which is `deadline` rounded up, so not early). A
             // deadline that has passed but not yet fired fires at its P's next round.
-            let heap = reg.shared().allp[reg.p].timers.lock();
+            let ps = &reg.shared().allp[reg.p];
+            let mut heap = ps.timers.lock();
             // SAFETY: under the heap lock.
-            let done = this.node.inner.with_mut(|n| unsafe {
-                if (*n).fired {
-                    return true;
-                }
+            let fired = this.node.inner.with(|n| unsafe { (*n).fired });
+            if fired {
+                // Done: end the registration under this same lock (the node is out of the
+                // heap), so that the drop that follows the `Ready` takes no lock. It was
+                // parked, so no budget is spent (it yielded already).
+                let waker = this.unlink(ps, &mut heap);
+                drop(heap);
+                let reg = this.reg.take().expect("registered: checked above");
+                Sleep::release(reg, waker);
+                return Poll::Ready(());
+            }
+            // SAFETY: under the heap lock.
+            this.node.inner.with_mut(|n| unsafe {
                 match &(*n).waker {
                     Some(w) if w.will_wake(cx.waker()) => {}
                     _ => (*n).waker = Some(cx.waker().clone()),
                 }
-                false
             });
             drop(heap);
-            // It was parked, so no budget is spent (it yielded already). The registration
-            // (the node is out of the heap) goes with the `Sleep` or its `reset`.
-            if done {
-                return Poll::Ready(());
-            }
             crate::task::wait::set(crate::task::wait::TIMER, 0, reg.shared().nanos(deadline));
             return Poll::Pending;
         }
