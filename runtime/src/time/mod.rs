@@ -464,7 +464,7 @@ mod tests {
 
         let off_m = SchedContext::new(shared, usize::MAX); // `block_on`'s thread: no rounds
         off_m.round_now.set(1);
-        assert!(!deadline_passed(&off_m, u64::MAX), "an hour, a year away: not yet");
+        assert!(!deadline_passed(&off_m, u64::MAX), "the end of time: not yet");
         assert!(deadline_passed(&off_m, 2), "read the clock");
         assert_eq!(off_m.round_now.get(), 1, "off an M nothing is kept");
     }
