@@ -185,6 +185,26 @@ fn deadline_passing_wakes_a_parked_read() {
     });
 }
 
+/// A read parked with no deadline (it parks without the deadline's lock) still sees one set
+/// while it waits: `set_deadline` wakes it, it parks again under the deadline's timer, and
+/// fails with `TimedOut` when that passes (`Registration::poll_ready`; loom:
+/// `deadline_set_while_a_reader_parks_procs1`).
+#[test]
+fn deadline_set_on_a_read_parked_without_one() {
+    rt().block_on(async {
+        let (c, _s, _l) = pair().await; // the server side never writes
+        let c = Arc::new(c);
+        let reader = {
+            let c = c.clone();
+            gmprt_runtime::spawn(async move { c.read(&mut [0u8; 4]).await })
+        };
+        until_parked_on_net(1).await;
+        c.set_read_deadline(Some(Instant::now() + Duration::from_millis(10)));
+        let e = reader.await.unwrap().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+    });
+}
+
 /// Moving a parked read's deadline later wakes it; it parks again under the new deadline and
 /// the old one no longer applies: once the old one has passed, data still reaches the read.
 /// The move must come before the old deadline (read off the clock after the move: an order of
