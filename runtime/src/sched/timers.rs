@@ -1,7 +1,7 @@
 //! How Ms run timers (the scheduler side of `time/`): Go's `checkTimers` and the timer part of
 //! `findRunnable`.
 //!
-//! * [`Shared::run_timers`] — on a P's heap: fire every due timer (one load of `timer0_when`
+//! * [`Shared::check_timers`] — on a P's heap: fire every due timer (one load of `timer0_when`
 //!   when nothing is due; the clock is read only when the P has timers).
 //! * [`Shared::run_all_timers`] — the same over every P, by an M about to go idle (a P whose M
 //!   is busy in a long poll still gets its timers fired).
@@ -32,29 +32,19 @@ impl Shared {
         self.epoch.elapsed().as_nanos() as u64
     }
 
-    /// Fires P `pid`'s due timers; the woken tasks go to the calling M's P (or the global
-    /// queue off an M). Returns true if any fired.
-    pub(crate) fn run_timers(&self, pid: usize) -> bool {
-        // The clock is read only when this P has a timer at all.
+    /// Go's `checkTimers`: fires P `pid`'s due timers (the woken tasks go to the calling M's P,
+    /// or the global queue off an M) and returns the clock it read (runtime nanoseconds; 0 when
+    /// the P has no timer, and then the clock is not read) and whether any fired. The M at the
+    /// start of a scheduling round keeps the clock as its `round_now`.
+    pub(crate) fn check_timers(&self, pid: usize) -> (u64, bool) {
         if self.allp[pid].timer0_when.load(SeqCst) == 0 {
-            return false;
-        }
-        self.run_timers_at(pid, self.now_nanos())
-    }
-
-    /// Go's `checkTimers`, for the M holding P `pid` at the start of a scheduling round: fires
-    /// the P's due timers and returns the clock it read (runtime nanoseconds), or 0 when the P
-    /// has no timer (then the clock is not read). The M keeps it as its `round_now`.
-    pub(crate) fn check_timers(&self, pid: usize) -> u64 {
-        if self.allp[pid].timer0_when.load(SeqCst) == 0 {
-            return 0;
+            return (0, false);
         }
         let now = self.now_nanos();
-        self.run_timers_at(pid, now);
-        now
+        (now, self.run_timers_at(pid, now))
     }
 
-    /// `run_timers` with the clock given (`now`, runtime nanoseconds): fires P `pid`'s timers
+    /// `check_timers` with the clock given (`now`, runtime nanoseconds): fires P `pid`'s timers
     /// due at `now`. The loom models call it with a fixed `now`.
     pub(crate) fn run_timers_at(&self, pid: usize, now: u64) -> bool {
         let ps = &self.allp[pid];
@@ -92,7 +82,7 @@ impl Shared {
     pub(crate) fn run_all_timers(&self) -> bool {
         let mut fired = false;
         for pid in 0..self.procs() {
-            fired |= self.run_timers(pid);
+            fired |= self.check_timers(pid).1;
         }
         fired
     }

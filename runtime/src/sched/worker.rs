@@ -100,7 +100,7 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
         }
         // Due timers of our P first (Go's checkTimers); the tasks they wake land on our P. Not
         // under the P borrow: waking puts tasks on it. The clock it read is this round's.
-        cx.round_now.set(shared.check_timers(cx.pid.get()));
+        cx.round_now.set(shared.check_timers(cx.pid.get()).0);
         // Fairness for the network: once every 61 ticks, poll it before the queues (tokio's
         // `event_interval`, also 61; Go polls only once the queues are empty, and relies on
         // sysmon's 10 ms poll otherwise). A P whose queue never empties — a burst of a

@@ -236,14 +236,15 @@ impl Future for Sleep {
             let c = c.expect(
                 "gmprt timers need a runtime: await this Sleep inside a gmprt task or Runtime::block_on",
             );
-            if deadline_passed(c, c.shared.nanos(deadline)) {
+            let when = c.shared.nanos(deadline);
+            if deadline_passed(c, when) {
                 return None;
             }
             let pid = c.pid.get();
             let on_m = pid != usize::MAX;
-            Some((crate::sched::taskrefs::acquire_task_ref(c), if on_m { pid } else { 0 }, on_m))
+            Some((crate::sched::taskrefs::acquire_task_ref(c), if on_m { pid } else { 0 }, on_m, when))
         });
-        let Some((sched, p, on_m)) = first else {
+        let Some((sched, p, on_m, when)) = first else {
             // Ready without parking: spend budget first (coop.rs), so a loop of elapsed
             // sleeps still yields.
             if crate::coop::poll_proceed(cx).is_pending() {
@@ -253,7 +254,6 @@ impl Future for Sleep {
         };
         let reg = Registration { sched, p };
         let shared = reg.shared();
-        let when = shared.nanos(deadline);
         {
             let ps = &shared.allp[p];
             let mut heap = ps.timers.lock();
