@@ -42,7 +42,7 @@ for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "net" and m.get("executable"):
         print(m["executable"])')
-[ -x "$bin" ] || { echo "net-syscalls.sh: could not build the net bench" >&2; exit 1; }
+[ -x "$bin" ] || { echo "net-syscalls.sh: no net bench to run (--bin '$bin' is not an executable, or the build failed)" >&2; exit 1; }
 
 # The calls a server makes per request: reads, writes, polls, wake-ups. raw_syscalls counts all.
 events=raw_syscalls:sys_enter
