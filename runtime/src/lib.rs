@@ -24,7 +24,7 @@
 //!
 //! What gmprt cannot do that Go can: preempt. Go interrupts a goroutine that runs too long
 //! (signals since 1.14); a future can only give up its M at an `.await`. A task that computes
-//! for a long time without awaiting keeps its P; call [`yield_now`] in long loops.
+//! for a long time without awaiting keeps its P; call [`yield_now()`] in long loops.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 

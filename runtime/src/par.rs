@@ -167,7 +167,7 @@ where
 
 impl Handle {
     /// Runs `f` over `0..len` in chunks of `grain` on this runtime's Ps; blocks the calling
-    /// thread until all chunks ran (see [`parallel_for`](crate::par::parallel_for)). Callable
+    /// thread until all chunks ran (see [`crate::par::parallel_for`]). Callable
     /// from any thread; on an M the caller also runs chunks.
     ///
     /// # Panics

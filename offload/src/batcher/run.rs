@@ -1,5 +1,5 @@
 //! Steps 3 and 4 of the Batcher protocol (see the parent module): where a taken batch runs
-//! ([`Placement`](super::Placement)), staging, the one run on a slot (or on the CPU), and the
+//! ([`super::Placement`]), staging, the one run on a slot (or on the CPU), and the
 //! scatter of results to the waiting futures with the batch's timeline.
 use super::placement;
 use super::trace::Marks;

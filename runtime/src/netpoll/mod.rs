@@ -2,7 +2,7 @@
 //! `findRunnable`, `sysmon` and `checkdead`.
 //!
 //! A task that reads a socket with no data does not block its M: the operation returns
-//! `WouldBlock`, the task parks on the descriptor's [`PollDesc`](desc::PollDesc), and the M
+//! `WouldBlock`, the task parks on the descriptor's [`desc::PollDesc`], and the M
 //! runs other tasks. Readiness comes back through the Ms themselves — there is no I/O thread:
 //!
 //! | Go                                   | here                                                |
