@@ -22,6 +22,7 @@ use crate::backend::Phases;
 use crate::device::Device;
 use crate::error::OffloadError;
 use crate::jobs::{BlackScholes, Saxpy};
+use crate::model::units::secs;
 use crate::model::{CostModel, Residency};
 use gmprt_kernels::black_scholes;
 use gmprt_runtime::Runtime;
@@ -100,17 +101,9 @@ impl std::fmt::Display for PhaseCheck {
             f,
             "{:<16} predicted {:>11}  measured {:>11}  {err:>6}  {verdict}",
             self.phase,
-            fmt_secs(self.predicted),
-            fmt_secs(self.measured)
+            secs(self.predicted),
+            secs(self.measured)
         )
-    }
-}
-
-fn fmt_secs(s: f64) -> String {
-    match s {
-        s if s >= 1.0 => format!("{s:.3} s"),
-        s if s >= 1e-3 => format!("{:.3} ms", s * 1e3),
-        s => format!("{:.1} µs", s * 1e6),
     }
 }
 
