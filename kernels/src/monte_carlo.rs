@@ -9,20 +9,28 @@
 //! Box-Muller on `(unit_open(w0), unit(w1))` and `(unit_open(w2), unit(w3))` (f32), i.e. four
 //! paths; each path's payoff is discounted and summed in f64. Paths = 4 × blocks.
 //!
-//! Exactly, per block (all f32 with the standard library's `ln`, `sqrt`, `sin`, `cos`, `exp`
-//! unless said otherwise; `u1 = unit_open_f32(w0)`, `u2 = unit_f32(w1)`,
+//! Exactly, per block (all f32, with `math`'s branch-free [`ln`](crate::math::ln_with),
+//! [`exp`](crate::math::exp_with) and [`sin_cos_turn`](crate::math::sin_cos_turn_with), and
+//! `sqrt`, unless said otherwise; `u1 = unit_open_f32(w0)`, `u2 = unit_f32(w1)`,
 //! `u3 = unit_open_f32(w2)`, `u4 = unit_f32(w3)`):
 //!
-//! * `r1 = sqrt(−2·ln u1)`, `θ1 = 2π·u2`, `r2 = sqrt(−2·ln u3)`, `θ2 = 2π·u4`;
-//! * the four normals, in this order: `z0 = r1·cos θ1`, `z1 = r1·sin θ1`, `z2 = r2·cos θ2`,
-//!   `z3 = r2·sin θ2`;
-//! * `drift = (r − σ²/2)·T`, `diffusion = σ·√T`, `S_T = S·exp(drift + diffusion·z)`;
+//! * `r1 = sqrt(max(−2·ln u1, 0))`, `r2 = sqrt(max(−2·ln u3, 0))`, and the angles as turns:
+//!   `(s1, c1) = (sin 2πu2, cos 2πu2)`, `(s2, c2)` the same of `u4`;
+//! * the four normals, in this order: `z0 = r1·c1`, `z1 = r1·s1`, `z2 = r2·c2`, `z3 = r2·s2`;
+//! * `drift = (r − σ²/2)·T`, `diffusion = σ·√T`, `S_T = S·exp(drift + diffusion·z)` (the
+//!   product and sum fused where the build has FMA);
 //! * payoff (f64) `max(S_T − K, 0)` for a call, `max(K − S_T, 0)` for a put, times
-//!   `exp(−r·T)` computed in f64; `sum += payoff`, `sum_sq += payoff²` in f64.
+//!   `exp(−r·T)` computed in f64; `sum += payoff`, `sum_sq += payoff²` in f64, in block order
+//!   and, within a block, in the normals' order.
 //!
-//! The GPU's `sinf`/`cosf`/`logf`/`expf` are not bit-identical to the CPU's, so path sums agree
+//! The CPU prices [`PATH_CHUNK`] blocks at a time, with no call and no branch in the loop, so
+//! the compiler vectorises it (one build per [`Isa`], as for π), then adds the payoffs up in
+//! order: the same sums as one path at a time. The FMA builds (AVX2, AVX-512) agree bit for bit
+//! with each other; the portable build differs from them in the last bits. The GPU's
+//! `sinf`/`cosf`/`logf`/`expf` are not bit-identical to the CPU's either, so path sums agree
 //! statistically (and to ~1e-6 relative per path), not bit for bit; the π counts agree exactly.
 use crate::black_scholes::{Contract, OptionKind};
+use crate::math::{exp_with, fmadd, ln_with, sin_cos_turn_with, DEFAULT_FMA};
 use crate::philox::{block, unit_f32, unit_open_f32, TAG_PATHS, TAG_PI};
 use crate::Isa;
 
@@ -185,12 +193,17 @@ impl PiEstimate {
 /// ```
 #[inline]
 pub fn block_normals(w: [u32; 4]) -> [f32; 4] {
-    const TWO_PI: f32 = std::f32::consts::TAU;
-    let r1 = (-2.0 * unit_open_f32(w[0]).ln()).sqrt();
-    let th1 = TWO_PI * unit_f32(w[1]);
-    let r2 = (-2.0 * unit_open_f32(w[2]).ln()).sqrt();
-    let th2 = TWO_PI * unit_f32(w[3]);
-    [r1 * th1.cos(), r1 * th1.sin(), r2 * th2.cos(), r2 * th2.sin()]
+    block_normals_with::<DEFAULT_FMA>(w)
+}
+
+/// [`block_normals`] with the multiply-adds fused or not (`math`'s `FMA`).
+#[inline(always)]
+fn block_normals_with<const FMA: bool>(w: [u32; 4]) -> [f32; 4] {
+    let r1 = (-2.0 * ln_with::<FMA>(unit_open_f32(w[0]))).max(0.0).sqrt();
+    let (s1, c1) = sin_cos_turn_with::<FMA>(unit_f32(w[1]));
+    let r2 = (-2.0 * ln_with::<FMA>(unit_open_f32(w[2]))).max(0.0).sqrt();
+    let (s2, c2) = sin_cos_turn_with::<FMA>(unit_f32(w[3]));
+    [r1 * c1, r1 * s1, r2 * c2, r2 * s2]
 }
 
 /// Sum of discounted payoffs and of their squares over paths of blocks
@@ -214,20 +227,98 @@ pub fn block_normals(w: [u32; 4]) -> [f32; 4] {
 /// assert!((a + b - sum).abs() < 1e-9 * sum);
 /// ```
 pub fn option_paths_sum(seed: u64, c: &Contract, first_block: u64, blocks: u64) -> (f64, f64) {
+    option_paths_sum_isa(Isa::detect(), seed, c, first_block, blocks)
+}
+
+/// As [`option_paths_sum`] with a chosen ISA build (the FMA builds give the same sums, the
+/// portable one differs in the last bits: module doc).
+///
+/// # Panics
+/// If `isa` is not available on this CPU.
+///
+/// # Examples
+///
+/// ```
+/// use gmprt_kernels::black_scholes::{Contract, OptionKind};
+/// use gmprt_kernels::monte_carlo::option_paths_sum_isa;
+/// use gmprt_kernels::Isa;
+///
+/// let c = Contract { spot: 100.0, strike: 100.0, t: 1.0, rate: 0.05, vol: 0.2, kind: OptionKind::Call };
+/// let (want, _) = option_paths_sum_isa(Isa::Scalar, 3, &c, 0, 1000);
+/// for isa in Isa::available() {
+///     // The same paths; the portable build's unfused multiply-adds move the last bits.
+///     let (sum, _) = option_paths_sum_isa(isa, 3, &c, 0, 1000);
+///     assert!((sum - want).abs() < 1e-6 * want, "{}", isa.name());
+/// }
+/// ```
+pub fn option_paths_sum_isa(isa: Isa, seed: u64, c: &Contract, first_block: u64, blocks: u64) -> (f64, f64) {
+    assert!(isa.is_available(), "ISA {} is not available on this CPU", isa.name());
+    match isa {
+        Isa::Scalar => paths_body::<false>(seed, c, first_block, blocks),
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        // SAFETY: `isa.is_available()` (asserted above): the CPU has AVX2 and FMA.
+        Isa::Avx2 => unsafe { paths_avx2(seed, c, first_block, blocks) },
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        // SAFETY: `isa.is_available()`: the CPU has AVX-512 F/DQ/VL, AVX2 and FMA.
+        Isa::Avx512 => unsafe { paths_avx512(seed, c, first_block, blocks) },
+        #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+        _ => unreachable!("only Isa::Scalar is available off x86"),
+    }
+}
+
+/// Blocks whose paths [`paths_body`] prices in one vectorised loop: 16 blocks, 64 paths, so
+/// each of the four normals fills one AVX-512 register or two AVX2 ones; the terminal prices
+/// (256 B of f32) stay in L1 until they are summed.
+pub const PATH_CHUNK: usize = 16;
+
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,fma,avx2")]
+unsafe fn paths_avx512(seed: u64, c: &Contract, first_block: u64, blocks: u64) -> (f64, f64) {
+    paths_body::<true>(seed, c, first_block, blocks)
+}
+
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn paths_avx2(seed: u64, c: &Contract, first_block: u64, blocks: u64) -> (f64, f64) {
+    paths_body::<true>(seed, c, first_block, blocks)
+}
+
+/// The paths of blocks `first_block ..` (`blocks` of them), [`PATH_CHUNK`] at a time: the
+/// terminal prices of a whole chunk first (past the last block too, so the loop has one shape
+/// and a path's value never depends on where a chunk starts), then the payoffs of the blocks
+/// asked for, summed in order in f64.
+#[inline(always)]
+fn paths_body<const FMA: bool>(seed: u64, c: &Contract, first_block: u64, blocks: u64) -> (f64, f64) {
     let drift = (c.rate - 0.5 * c.vol * c.vol) * c.t;
     let diffusion = c.vol * c.t.sqrt();
     let disc = (-(c.rate as f64) * c.t as f64).exp();
     let strike = c.strike as f64;
     let call = c.kind == OptionKind::Call;
     let (mut sum, mut sum_sq) = (0.0f64, 0.0f64);
-    for b in first_block..first_block.wrapping_add(blocks) {
-        for z in block_normals(block(seed, TAG_PATHS, b)) {
-            let st = (c.spot * (drift + diffusion * z).exp()) as f64;
-            let payoff = if call { st - strike } else { strike - st };
-            let p = payoff.max(0.0) * disc;
-            sum += p;
-            sum_sq += p * p;
+    // st[k][i]: normal k of block `b + i` (lanes along the blocks).
+    let mut st = [[0.0f32; PATH_CHUNK]; 4];
+    let (mut b, mut left) = (first_block, blocks);
+    while left > 0 {
+        // `i` is both the block's offset and its lane in every row: an index, not an iterator.
+        #[allow(clippy::needless_range_loop)]
+        for i in 0..PATH_CHUNK {
+            let z = block_normals_with::<FMA>(block(seed, TAG_PATHS, b.wrapping_add(i as u64)));
+            for k in 0..4 {
+                st[k][i] = c.spot * exp_with::<FMA>(fmadd::<FMA>(diffusion, z[k], drift));
+            }
         }
+        let n = left.min(PATH_CHUNK as u64) as usize;
+        for i in 0..n {
+            for row in &st {
+                let st = row[i] as f64;
+                let payoff = if call { st - strike } else { strike - st };
+                let p = payoff.max(0.0) * disc;
+                sum += p;
+                sum_sq += p * p;
+            }
+        }
+        b = b.wrapping_add(n as u64);
+        left -= n as u64;
     }
     (sum, sum_sq)
 }

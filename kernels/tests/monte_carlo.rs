@@ -1,8 +1,9 @@
 //! Monte Carlo: π and option prices within a few standard errors of the truth, determinism,
 //! chunking, the ISA builds of the π counter, and `mc_price`'s edge cases.
 use gmprt_kernels::black_scholes::{reference, Contract, OptionKind};
+use gmprt_kernels::math::{ln, sin_cos_turn};
 use gmprt_kernels::monte_carlo::{
-    block_normals, mc_price, option_paths_sum, pi_hits, pi_hits_isa, PiEstimate,
+    block_normals, mc_price, option_paths_sum, option_paths_sum_isa, pi_hits, pi_hits_isa, PiEstimate,
 };
 use gmprt_kernels::philox::{block, TAG_PATHS};
 use gmprt_kernels::Isa;
@@ -36,10 +37,19 @@ fn normals_follow_the_documented_order() {
     let w = block(9, TAG_PATHS, 5);
     let z = block_normals(w);
     let u = |x: u32| (x >> 8) as f32 / 16_777_216.0;
-    let r1 = (-2.0 * (u(w[0]) + 1.0 / 16_777_216.0).ln()).sqrt();
-    let th1 = std::f32::consts::TAU * u(w[1]);
-    assert_eq!(z[0], r1 * th1.cos());
-    assert_eq!(z[1], r1 * th1.sin());
+    let r1 = (-2.0 * ln(u(w[0]) + 1.0 / 16_777_216.0)).max(0.0).sqrt();
+    let (s1, c1) = sin_cos_turn(u(w[1]));
+    assert_eq!(z[0], r1 * c1);
+    assert_eq!(z[1], r1 * s1);
+    let r2 = (-2.0 * ln(u(w[2]) + 1.0 / 16_777_216.0)).max(0.0).sqrt();
+    let (s2, c2) = sin_cos_turn(u(w[3]));
+    assert_eq!((z[2], z[3]), (r2 * c2, r2 * s2));
+    // Box-Muller with libm, in f64: the same normals to f32's rounding.
+    let (u1, u2) = ((u(w[0]) + 1.0 / 16_777_216.0) as f64, u(w[1]) as f64);
+    let r = (-2.0 * u1.ln()).sqrt();
+    let th = std::f64::consts::TAU * u2;
+    assert!((z[0] as f64 - r * th.cos()).abs() < 1e-6 * r.max(1.0), "{} vs {}", z[0], r * th.cos());
+    assert!((z[1] as f64 - r * th.sin()).abs() < 1e-6 * r.max(1.0), "{} vs {}", z[1], r * th.sin());
     // Moments of many normals.
     let (mut s1, mut s2, mut cnt) = (0.0f64, 0.0f64, 0.0f64);
     for b in 0..50_000 {
@@ -85,6 +95,28 @@ fn option_sums_are_deterministic_and_chunkable() {
     // Same paths; only the f64 summation order differs.
     assert!((a.0 + b.0 - whole.0).abs() <= 1e-9 * whole.0);
     assert!((a.1 + b.1 - whole.1).abs() <= 1e-9 * whole.1);
+    // Chunks that start inside a vectorised chunk of 16 blocks and end past the last one:
+    // each path's value does not depend on where the loop's chunks fall.
+    let parts = [(0, 7), (7, 16), (23, 1), (24, 9_976)].map(|(f, n)| option_paths_sum(5, &c, f, n));
+    let (s, q) = parts.iter().fold((0.0, 0.0), |(s, q), p| (s + p.0, q + p.1));
+    assert!((s - whole.0).abs() <= 1e-9 * whole.0 && (q - whole.1).abs() <= 1e-9 * whole.1);
+    assert_eq!(option_paths_sum(5, &c, 3, 0), (0.0, 0.0));
+}
+
+#[test]
+fn option_sums_agree_across_isa_builds() {
+    let c = Contract { spot: 100.0, strike: 105.0, t: 0.5, rate: 0.02, vol: 0.3, kind: OptionKind::Put };
+    let want = option_paths_sum_isa(Isa::Scalar, 11, &c, 0, 5_003);
+    let mut fma = None;
+    for isa in Isa::available() {
+        let got = option_paths_sum_isa(isa, 11, &c, 0, 5_003);
+        // The portable build rounds its multiply-adds twice: a few ulps per path, no more.
+        assert!((got.0 - want.0).abs() <= 1e-6 * want.0, "{}: {got:?} vs {want:?}", isa.name());
+        if isa != Isa::Scalar {
+            // The FMA builds run the same operations: bit for bit.
+            assert_eq!(*fma.get_or_insert(got), got, "{}", isa.name());
+        }
+    }
 }
 
 #[test]
