@@ -2,12 +2,13 @@
 //! CPU has, against the textbook loop in the same run: one path at a time with the standard
 //! library's `ln`, `sqrt`, `sin`, `cos` and `exp` (libm calls, which no compiler vectorises; the
 //! kernel's formula before 2026-11-29). 16,384 blocks = 65,536 paths; throughput in paths per
-//! second on one core.
+//! second on one core. And π's hit count, the same Philox blocks with no floating point, per
+//! ISA: the generator's share of a path's cost.
 //!
 //! Run: `cargo bench -p gmprt-kernels --bench monte_carlo`.
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use gmprt_kernels::black_scholes::{Contract, OptionKind};
-use gmprt_kernels::monte_carlo::option_paths_sum_isa;
+use gmprt_kernels::monte_carlo::{option_paths_sum_isa, pi_hits_isa};
 use gmprt_kernels::philox::{block, unit_f32, unit_open_f32, TAG_PATHS};
 use gmprt_kernels::Isa;
 use std::time::Duration;
@@ -51,5 +52,21 @@ fn bench_paths(cr: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_paths);
+/// π's hit count per ISA: Philox and an integer test, no floating point: how much of a path's
+/// cost is the generator (throughput in blocks, 4 Philox words each, as a path block).
+fn bench_pi(cr: &mut Criterion) {
+    let blocks = 16_384u64;
+    let mut group = cr.benchmark_group(format!("pi_hits/blocks={blocks}"));
+    group.throughput(Throughput::Elements(blocks));
+    group.warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(2));
+    for isa in Isa::available() {
+        group.bench_with_input(BenchmarkId::from_parameter(isa.name()), &isa, |b, &isa| {
+            b.iter(|| black_box(pi_hits_isa(isa, 7, 0, black_box(blocks))))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_paths, bench_pi);
 criterion_main!(benches);
