@@ -10,13 +10,14 @@
 //! paths; each path's payoff is discounted and summed in f64. Paths = 4 × blocks.
 //!
 //! Exactly, per block (all f32, with `math`'s branch-free [`ln`](crate::math::ln_with),
-//! [`exp`](crate::math::exp_with) and [`sin_cos_turn`](crate::math::sin_cos_turn_with), and
-//! `sqrt`, unless said otherwise; `u1 = unit_open_f32(w0)`, `u2 = unit_f32(w1)`,
+//! [`exp`](crate::math::exp_with) and [`sin_cos`](crate::math::sin_cos_with), and `sqrt`,
+//! unless said otherwise; `u1 = unit_open_f32(w0)`, `u2 = unit_f32(w1)`,
 //! `u3 = unit_open_f32(w2)`, `u4 = unit_f32(w3)`):
 //!
-//! * `r1 = sqrt(max(−2·ln u1, 0))`, `r2 = sqrt(max(−2·ln u3, 0))`, and the angles as turns:
-//!   `(s1, c1) = (sin 2πu2, cos 2πu2)`, `(s2, c2)` the same of `u4`;
-//! * the four normals, in this order: `z0 = r1·c1`, `z1 = r1·s1`, `z2 = r2·c2`, `z3 = r2·s2`;
+//! * `r1 = sqrt(max(−2·ln u1, 0))`, `θ1 = 2π·u2`, `r2 = sqrt(max(−2·ln u3, 0))`, `θ2 = 2π·u4`
+//!   (the f32 products, as the CUDA source rounds them);
+//! * the four normals, in this order: `z0 = r1·cos θ1`, `z1 = r1·sin θ1`, `z2 = r2·cos θ2`,
+//!   `z3 = r2·sin θ2`;
 //! * `drift = (r − σ²/2)·T`, `diffusion = σ·√T`, `S_T = S·exp(drift + diffusion·z)` (the
 //!   product and sum fused where the build has FMA);
 //! * payoff (f64) `max(S_T − K, 0)` for a call, `max(K − S_T, 0)` for a put, times
@@ -30,7 +31,7 @@
 //! `sinf`/`cosf`/`logf`/`expf` are not bit-identical to the CPU's either, so path sums agree
 //! statistically (and to ~1e-6 relative per path), not bit for bit; the π counts agree exactly.
 use crate::black_scholes::{Contract, OptionKind};
-use crate::math::{exp_with, fmadd, ln_with, sin_cos_turn_with, DEFAULT_FMA};
+use crate::math::{exp_with, fmadd, ln_with, sin_cos_with, DEFAULT_FMA};
 use crate::philox::{block, unit_f32, unit_open_f32, TAG_PATHS, TAG_PI};
 use crate::Isa;
 
@@ -199,10 +200,11 @@ pub fn block_normals(w: [u32; 4]) -> [f32; 4] {
 /// [`block_normals`] with the multiply-adds fused or not (`math`'s `FMA`).
 #[inline(always)]
 fn block_normals_with<const FMA: bool>(w: [u32; 4]) -> [f32; 4] {
+    const TWO_PI: f32 = std::f32::consts::TAU;
     let r1 = (-2.0 * ln_with::<FMA>(unit_open_f32(w[0]))).max(0.0).sqrt();
-    let (s1, c1) = sin_cos_turn_with::<FMA>(unit_f32(w[1]));
+    let (s1, c1) = sin_cos_with::<FMA>(TWO_PI * unit_f32(w[1]));
     let r2 = (-2.0 * ln_with::<FMA>(unit_open_f32(w[2]))).max(0.0).sqrt();
-    let (s2, c2) = sin_cos_turn_with::<FMA>(unit_f32(w[3]));
+    let (s2, c2) = sin_cos_with::<FMA>(TWO_PI * unit_f32(w[3]));
     [r1 * c1, r1 * s1, r2 * c2, r2 * s2]
 }
 
@@ -266,7 +268,7 @@ pub fn option_paths_sum_isa(isa: Isa, seed: u64, c: &Contract, first_block: u64,
     }
 }
 
-/// Blocks whose paths [`paths_body`] prices in one vectorised loop: 16 blocks, 64 paths, so
+/// Blocks whose paths [`option_paths_sum`] prices in one vectorised loop: 16 blocks, 64 paths, so
 /// each of the four normals fills one AVX-512 register or two AVX2 ones; the terminal prices
 /// (256 B of f32) stay in L1 until they are summed.
 pub const PATH_CHUNK: usize = 16;

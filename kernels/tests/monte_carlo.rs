@@ -1,7 +1,7 @@
 //! Monte Carlo: π and option prices within a few standard errors of the truth, determinism,
 //! chunking, the ISA builds of the π counter, and `mc_price`'s edge cases.
 use gmprt_kernels::black_scholes::{reference, Contract, OptionKind};
-use gmprt_kernels::math::{ln, sin_cos_turn};
+use gmprt_kernels::math::{ln, sin_cos};
 use gmprt_kernels::monte_carlo::{
     block_normals, mc_price, option_paths_sum, option_paths_sum_isa, pi_hits, pi_hits_isa, PiEstimate,
 };
@@ -38,11 +38,11 @@ fn normals_follow_the_documented_order() {
     let z = block_normals(w);
     let u = |x: u32| (x >> 8) as f32 / 16_777_216.0;
     let r1 = (-2.0 * ln(u(w[0]) + 1.0 / 16_777_216.0)).max(0.0).sqrt();
-    let (s1, c1) = sin_cos_turn(u(w[1]));
+    let (s1, c1) = sin_cos(std::f32::consts::TAU * u(w[1]));
     assert_eq!(z[0], r1 * c1);
     assert_eq!(z[1], r1 * s1);
     let r2 = (-2.0 * ln(u(w[2]) + 1.0 / 16_777_216.0)).max(0.0).sqrt();
-    let (s2, c2) = sin_cos_turn(u(w[3]));
+    let (s2, c2) = sin_cos(std::f32::consts::TAU * u(w[3]));
     assert_eq!((z[2], z[3]), (r2 * c2, r2 * s2));
     // Box-Muller with libm, in f64: the same normals to f32's rounding.
     let (u1, u2) = ((u(w[0]) + 1.0 / 16_777_216.0) as f64, u(w[1]) as f64);

@@ -56,8 +56,8 @@
 // fit printed them; some have a digit more than f32 holds, and round to the intended f32.
 #![allow(clippy::excessive_precision)]
 
-mod turns;
-pub use turns::{sin_cos_turn, sin_cos_turn_with};
+mod trig;
+pub use trig::{sin_cos, sin_cos_with};
 
 /// Multiply-add `a·b + c`: fused when `FMA` (one rounding), else two roundings.
 ///
