@@ -10,7 +10,7 @@ use gmprt_kernels::black_scholes::{
     OUT_WORDS,
 };
 use gmprt_kernels::segmented::{
-    segment_tolerance, sum_by_segment, sum_by_segment_words, BsCols, GreekSums, AGG_WORDS,
+    segment_tolerance, sum_by_segment, sum_by_segment_words, BsCols, GreekSums, AGG_WORDS, SUM_LANES,
 };
 use gmprt_kernels::{InvalidInput, KernelError};
 use proptest::prelude::*;
@@ -43,14 +43,21 @@ fn book(n: usize, seed: u64) -> (Vec<Contract>, BsResults, Vec<u32>, Vec<f32>) {
     (chain, results, words, qty)
 }
 
-/// The straightforward reference: per segment and output, Σ qty·col in f64, index order from
-/// 0.0 (not `Iterator::sum`, which starts from −0.0).
+/// The documented order, written plainly: per segment and output, `SUM_LANES` running sums of
+/// qty·col in f64 from 0.0, the segment's product k into sum k % SUM_LANES, then the sums added
+/// in lane order from 0.0 (not `Iterator::sum`, which starts from −0.0).
 fn reference(results: &BsResults, qty: &[f32], offsets: &[u32]) -> Vec<[f64; 6]> {
     let cols = [&results.price, &results.delta, &results.gamma, &results.vega, &results.theta, &results.rho];
     (0..offsets.len() - 1)
         .map(|s| {
-            let range = offsets[s] as usize..offsets[s + 1] as usize;
-            cols.map(|col| range.clone().fold(0.0, |acc, i| acc + qty[i] as f64 * col[i] as f64))
+            let lo = offsets[s] as usize;
+            cols.map(|col| {
+                let mut lanes = [0.0f64; SUM_LANES];
+                for i in lo..offsets[s + 1] as usize {
+                    lanes[(i - lo) % SUM_LANES] += qty[i] as f64 * col[i] as f64;
+                }
+                lanes.iter().fold(0.0, |acc, &x| acc + x)
+            })
         })
         .collect()
 }

@@ -18,7 +18,9 @@
 //!
 //! **Arithmetic.** Each product `qty[i]·col[i]` is formed in f64 from two f32s, which is exact
 //! (24 × 24 significand bits < 53), so an FMA contraction cannot change it; the only rounding
-//! is the summation. The CPU adds in index order from 0.0 (deterministic);
+//! is the summation. The CPU keeps [`SUM_LANES`] running sums per output from 0.0, the
+//! segment's product `k` into sum `k % SUM_LANES`, and adds them up in lane order from 0.0: a
+//! fixed order that depends only on the segment's own contracts (deterministic);
 //! [`sum_by_segment_words`] and [`sum_by_segment`] share that code, so they agree bit for bit.
 //! The CUDA kernel adds the same products in its own order (strided per thread, then a block
 //! tree), so it agrees to the rounding of a sum, not bit for bit.
@@ -396,15 +398,34 @@ fn check_qty(qty: &[f32]) -> Result<(), KernelError> {
     Ok(())
 }
 
-/// Segment `s`'s six sums, each product exact in f64, added in index order from 0.0 (the
-/// arithmetic of the module docs). The contract has been checked.
+/// Running sums per output in [`sum_by_segment`]: the segment's product `k` (counted from its first
+/// contract) goes into sum `k % SUM_LANES`. One sum per output made every add wait for the
+/// previous one (a chain of dependent adds); four independent ones vectorise (two SSE2
+/// registers of f64). Measured (`cargo bench -p gmprt-kernels --bench segmented`, 2-core VM,
+/// `benches/results/segmented-sums-2core-intel-2026-11-29.txt`): one sum per output 296 M
+/// contracts/s, four 465 M, eight 472 M (no better, so four).
+pub const SUM_LANES: usize = 4;
+
+/// Segment `s`'s six sums, each product exact in f64 (the arithmetic of the module docs): per
+/// output, [`SUM_LANES`] running sums from 0.0, product `k` of the segment into sum
+/// `k % SUM_LANES`, then the sums added in lane order from 0.0. The contract has been checked.
 fn segment_sum(cols: [&[f32]; AGG_WORDS], qty: &[f32], offsets: &[u32], s: usize) -> [f64; AGG_WORDS] {
-    let mut acc = [0.0f64; AGG_WORDS];
-    for i in offsets[s] as usize..offsets[s + 1] as usize {
-        let q = f64::from(qty[i]);
-        for (a, col) in acc.iter_mut().zip(cols) {
-            *a += q * f64::from(col[i]);
+    let (lo, hi) = (offsets[s] as usize, offsets[s + 1] as usize);
+    let qty = &qty[lo..hi];
+    // One output at a time (the segment's quantities stay in L1 between the six passes).
+    cols.map(|col| {
+        let col = &col[lo..hi];
+        let mut lanes = [0.0f64; SUM_LANES];
+        let (q4, c4) = (qty.chunks_exact(SUM_LANES), col.chunks_exact(SUM_LANES));
+        let tail = q4.remainder().iter().zip(c4.remainder());
+        for (q, c) in q4.zip(c4) {
+            for (l, (&q, &c)) in lanes.iter_mut().zip(q.iter().zip(c)) {
+                *l += f64::from(q) * f64::from(c);
+            }
         }
-    }
-    acc
+        for (l, (&q, &c)) in lanes.iter_mut().zip(tail) {
+            *l += f64::from(q) * f64::from(c);
+        }
+        lanes.iter().fold(0.0, |t, &x| t + x)
+    })
 }

@@ -15,7 +15,7 @@ use crate::{InvalidInput, KernelError};
 /// `gmprt_black_scholes_segment_sums` (`kernels/cuda/segmented.cu`): a book that stays on the
 /// device reprices the underlyings a tick moved, where they live, from one spot word per
 /// underlying, and returns their aggregates alone. Each segment is priced as one batch of its
-/// own contracts and summed in index order, so a segment's sums equal
+/// own contracts and summed in the parent module's order, so a segment's sums equal
 /// [`sum_by_segment_words`](super::sum_by_segment_words)'s over the same prices bit for bit.
 /// Checked first: `input`, `qty`, `spots` (one per segment) and `sums` sizes, the offsets'
 /// contract, every selected id below the segment count, the selected segments' quantities
