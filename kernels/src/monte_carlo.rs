@@ -26,10 +26,11 @@
 //! The CPU prices [`PATH_CHUNK`] blocks at a time, with no call and no branch in the loop, so
 //! the compiler vectorises it (one build per [`Isa`], as for π), and keeps one running sum per
 //! path slot of a chunk, added up at the end: a call's sums depend on its paths and on where its
-//! first block falls, to f64 rounding, never on anything else. The FMA builds (AVX2, AVX-512) agree bit for bit
-//! with each other; the portable build differs from them in the last bits. The GPU's
-//! `sinf`/`cosf`/`logf`/`expf` are not bit-identical to the CPU's either, so path sums agree
-//! statistically (and to ~1e-6 relative per path), not bit for bit; the π counts agree exactly.
+//! first block falls, to f64 rounding, never on anything else. The FMA builds (AVX2, AVX-512)
+//! agree bit for bit with each other; the portable build differs from them in the last bits.
+//! The GPU's `sinf`/`cosf`/`logf`/`expf` are not bit-identical to the CPU's either, so path sums
+//! agree statistically (and to ~1e-6 relative per path), not bit for bit; the π counts agree
+//! exactly.
 use crate::black_scholes::{Contract, OptionKind};
 use crate::math::{exp_with, fmadd, ln_with, sin_cos_with, DEFAULT_FMA};
 use crate::philox::{block, unit_f32, unit_open_f32, TAG_PATHS, TAG_PI};
@@ -291,7 +292,8 @@ unsafe fn paths_avx2(seed: u64, c: &Contract, first_block: u64, blocks: u64) -> 
 /// f64, added into one running sum per path slot of the chunk (slot (k, i): normal k of the
 /// chunk's block i; the blocks past the end add 0), and the slots summed last, in slot order.
 /// One running sum per slot rather than one in all: a single f64 sum is a chain of dependent
-/// adds, 64 per chunk, that took 40% of the loop's time; 64 independent ones vectorise.
+/// adds, 64 per chunk, which held the AVX-512 build at 251 M paths/s on the 2-core VM; with 64
+/// independent ones it does 337 M (`benches/README.md`).
 #[inline(always)]
 fn paths_body<const FMA: bool>(seed: u64, c: &Contract, first_block: u64, blocks: u64) -> (f64, f64) {
     let drift = (c.rate - 0.5 * c.vol * c.vol) * c.t;

@@ -1,4 +1,4 @@
-//! Branch-free f32 approximations of `exp`, `ln` and the standard normal CDF Φ and PDF φ, built
+//! Branch-free f32 approximations of `exp`, `ln`, `sin`/`cos` and the standard normal CDF Φ and PDF φ, built
 //! from `f32::to_bits`/`from_bits` exponent tricks and short polynomials so that LLVM can
 //! vectorise them inside a loop (every function is `#[inline(always)]`, with no table lookups,
 //! no calls and no data-dependent branches — only selects).
@@ -21,6 +21,7 @@
 //! | [`norm_pdf`] | x ∈ [-13, 13] | relative 2.5e-7 (measured 1.7e-7) |
 //! | [`norm_cdf`] | x ∈ [-13, 0] | relative 5e-7 (measured 4.4e-7; the lower tail, Φ(-13) ≈ 6e-39) |
 //! | [`norm_cdf`] | x ∈ [0, ∞) | absolute 2.5e-7 (measured 2.2e-7; Φ(x) = 1 − Φ(−x)) |
+//! | [`sin_cos`] | x = 2π·u in f32, u ∈ [0, 1) on a 2⁻²⁴ grid (`trig.rs`) | absolute 1.2e-7 (measured 9.3e-8) |
 //!
 //! The Φ bounds are dominated by the rounding of the product φ·t·P(t) near x = 0 (about 1 ulp
 //! of each factor), not by the fit (2.7e-8).
