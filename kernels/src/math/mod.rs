@@ -1,7 +1,7 @@
-//! Branch-free f32 approximations of `exp`, `ln`, `sin`/`cos` and the standard normal CDF Φ and PDF φ, built
-//! from `f32::to_bits`/`from_bits` exponent tricks and short polynomials so that LLVM can
-//! vectorise them inside a loop (every function is `#[inline(always)]`, with no table lookups,
-//! no calls and no data-dependent branches — only selects).
+//! Branch-free f32 approximations of `exp`, `ln`, `sin`/`cos` and the standard normal CDF Φ and
+//! PDF φ, built from `f32::to_bits`/`from_bits` exponent tricks and short polynomials so that
+//! LLVM can vectorise them inside a loop (every function is `#[inline(always)]`, with no table
+//! lookups, no calls and no data-dependent branches — only selects).
 //!
 //! Each function comes in two flavours, chosen by the const parameter `FMA` of the `*_with`
 //! forms: `FMA = true` evaluates polynomials with [`f32::mul_add`] (a single `vfmadd` inside
