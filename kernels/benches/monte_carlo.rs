@@ -13,8 +13,8 @@ use gmprt_kernels::philox::{block, unit_f32, unit_open_f32, TAG_PATHS};
 use gmprt_kernels::Isa;
 use std::time::Duration;
 
-/// The peer: Box-Muller and the terminal price with libm, one path at a time, summed in the
-/// same order as the kernel.
+/// The peer: Box-Muller and the terminal price with libm, one path at a time, every payoff
+/// added into one sum (the kernel now keeps one per path slot of a chunk).
 fn libm_paths_sum(seed: u64, c: &Contract, blocks: u64) -> (f64, f64) {
     let drift = (c.rate - 0.5 * c.vol * c.vol) * c.t;
     let diffusion = c.vol * c.t.sqrt();

@@ -7,8 +7,8 @@
 //! forms: `FMA = true` evaluates polynomials with [`f32::mul_add`] (a single `vfmadd` inside
 //! functions compiled with `#[target_feature(enable = "fma")]`, but a slow libm call in code
 //! without that feature), `FMA = false` with a separate multiply and add. The plain forms
-//! ([`exp`], [`ln`], [`norm_cdf`], [`norm_pdf`]) pick `FMA` from the crate's compile-time target
-//! features. The two flavours differ by an ulp or so; both meet the bounds below.
+//! ([`exp`], [`ln`], [`sin_cos`], [`norm_cdf`], [`norm_pdf`]) pick `FMA` from the crate's
+//! compile-time target features. The two flavours differ by an ulp or so; both meet the bounds below.
 //!
 //! Documented maximum errors, measured against f64 (`libm`) over dense sweeps by this module's
 //! tests, for both flavours (ε = 2⁻²⁴ ≈ 5.96e-8 is half an f32 ulp at 1):

@@ -14,7 +14,7 @@
 //! ≤ 1.2e-7 (one f32 ulp at 1). The angle is the f32 product, rounded, as the CUDA source
 //! computes it (`GMPRT_TWO_PI_F * u`), so the two sides differ only by their `sin`/`cos`.
 
-use super::fmadd;
+use super::{fmadd, ROUND_MAGIC};
 
 /// 2/π, for the quarter-turn count.
 const FRAC_2_PI: f32 = std::f32::consts::FRAC_2_PI;
@@ -22,8 +22,6 @@ const FRAC_2_PI: f32 = std::f32::consts::FRAC_2_PI;
 const DP1: f32 = 1.570_312_5;
 const DP2: f32 = 4.837_512_969_970_703_125e-4;
 const DP3: f32 = 7.549_789_954_891_882_16e-8;
-/// 1.5·2²³: adding and subtracting it rounds a float of magnitude < 2²² to an integer (as `exp`).
-const ROUND_MAGIC: f32 = 12_582_912.0;
 
 /// `(sin x, cos x)` for finite `|x| ≤ 8192` (the module doc's bound is for x in [0, 2π]). `FMA`
 /// as for the rest of `math` (`fmadd`).

@@ -398,8 +398,8 @@ fn check_qty(qty: &[f32]) -> Result<(), KernelError> {
     Ok(())
 }
 
-/// Running sums per output in [`sum_by_segment`]: the segment's product `k` (counted from its first
-/// contract) goes into sum `k % SUM_LANES`. One sum per output made every add wait for the
+/// Running sums per output in [`sum_by_segment`]: the segment's product `k` (counted from its
+/// first contract) goes into sum `k % SUM_LANES`. One sum per output made every add wait for the
 /// previous one (a chain of dependent adds); four independent ones vectorise (two SSE2
 /// registers of f64). Measured (`cargo bench -p gmprt-kernels --bench segmented`, 2-core VM,
 /// `benches/results/segmented-sums-2core-intel-2026-11-29.txt`): one sum per output 296 M

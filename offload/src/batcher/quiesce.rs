@@ -81,8 +81,9 @@ impl<K: BatchKernel> Shared<K> {
         *reg = Some(rt.on_quiescent(Arc::new(QuiescentClose(Arc::downgrade(self)))));
     }
 
-    /// At `new`: registers on the Batcher's runtime ([`BatcherConfig::runtime`](super::BatcherConfig::runtime), else the
-    /// caller's), if it has one.
+    /// At `new`: registers on the Batcher's runtime
+    /// ([`BatcherConfig::runtime`](super::BatcherConfig::runtime), else the caller's), if it has
+    /// one.
     pub(super) fn register_quiescent(self: &Arc<Self>) {
         if let Some(rt) = &self.cpu_rt {
             self.register_quiescent_on(rt);

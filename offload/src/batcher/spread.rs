@@ -1,4 +1,5 @@
-//! One Batcher over several devices ([`Batcher::spread`](super::Batcher::spread)): which device runs each batch.
+//! One Batcher over several devices ([`Batcher::spread`](super::Batcher::spread)): which device
+//! runs each batch.
 //!
 //! A batch that leaves the host goes where the model predicts it *finishes* first, counting
 //! what each device already has to do — the list scheduling of heterogeneous-computing

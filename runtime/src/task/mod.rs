@@ -1,9 +1,9 @@
 //! G — the task.
 //!
-//! A task is **one heap allocation** (`core.rs`'s `Cell`): a [`Header`] (the atomic state word with
-//! the reference count, the owned-list links, a vtable, the id and spawn site, the scheduler it
-//! belongs to, the joiner's waker and the wait reason), followed by the *stage*: the future
-//! while it runs, then its output. Go gives every goroutine a 2 KB stack; a gmprt task costs the
+//! A task is **one heap allocation** (`core.rs`'s `Cell`): a [`Header`] (the atomic state word
+//! with the reference count, the owned-list links, a vtable, the id and spawn site, the
+//! scheduler it belongs to, the joiner's waker and the wait reason), followed by the *stage*:
+//! the future while it runs, then its output. Go gives every goroutine a 2 KB stack; a gmprt task costs the
 //! larger of its future and its output plus a 72-byte header.
 //!
 //! # References
