@@ -245,11 +245,12 @@ impl Handle {
         with_current(|cx| cx.map(|cx| Handle { shared: cx.shared.clone() }))
     }
 
-    /// Registers `hook` to run when this runtime goes *quiescent*: every P idle, no M
-    /// spinning, nothing queued — no task runnable and none running. The M that finds it so
-    /// on its way to sleep, while [`QuiescentHook::pending`](crate::QuiescentHook::pending)
-    /// says there is work, takes a P back and calls [`QuiescentHook::run`](crate::QuiescentHook::run)
-    /// there (protocol and proof: the `sched::quiesce` module). The Batcher uses it to close a batch the
+    /// Registers `hook` to run when this runtime goes *quiescent*: nothing queued and no M
+    /// running on a P (each P idle, or handed to an M whose thread has not run yet) — no task
+    /// runnable and none running. The M that finds it so on its way to sleep, while
+    /// [`QuiescentHook::pending`](crate::QuiescentHook::pending) says there is work, takes a
+    /// P back and calls [`QuiescentHook::run`](crate::QuiescentHook::run) there (protocol
+    /// and proof: the `sched::quiesce` module). The Batcher uses it to close a batch the
     /// moment every task that could add an item is parked on it. Dropping the returned
     /// registration unregisters the hook.
     pub fn on_quiescent(&self, hook: Arc<dyn crate::QuiescentHook>) -> crate::QuiescentRegistration {

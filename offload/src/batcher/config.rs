@@ -94,8 +94,8 @@ pub struct BatcherConfig {
     pub max_batch: usize,
     /// ... or when its oldest item has waited this long (≤ 1 h; zero = as soon as a slot is
     /// free) — whichever comes first with *quiescence*: a batch that is not full also closes
-    /// the moment the Batcher's runtime has nothing runnable (every P idle, no spinning M,
-    /// nothing queued), since every task that could add an item has added it or parked, and
+    /// the moment the Batcher's runtime has nothing runnable (nothing queued, no M running on
+    /// a P), since every task that could add an item has added it or parked, and
     /// waiting longer only delays the items already in it (`CloseReason::Quiescent`). So with
     /// green-task submitters `max_delay` is only an upper bound, reached when the runtime stays
     /// busy with other work; for submitters the runtime cannot see — plain threads, a

@@ -2,7 +2,7 @@
 //! runnable, instead of waiting out `max_delay` with every submitter parked on it.
 //!
 //! The runtime's signal is a [`QuiescentHook`] (`gmprt_runtime`'s `sched::quiesce` module: the
-//! M that finds every P idle, no spinner and nothing queued runs it on a P it takes back).
+//! M that finds nothing queued and no M running on a P runs it on a P it takes back).
 //! The Batcher registers one on the runtime it was built for ([`BatcherConfig::runtime`], else
 //! the one current at [`Batcher::new`], else the runtime of the first task that opens a
 //! batch) and drops the registration at shutdown. One runtime: submitters on another are

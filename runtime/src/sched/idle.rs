@@ -45,8 +45,8 @@
 //!    it sees work, an idle P exists and the cap allows one more spinner with that P counted
 //!    busy, it takes the P and continues looking as a *spinning* M (Go's `becomeSpinning`: the
 //!    work may be another P's, reachable only by stealing); otherwise it parks (`stopm`) until
-//!    `startm` hands it a P. Before it parks, an M that finds the runtime *quiescent* (every
-//!    P idle, no spinner, nothing queued) with a registered hook pending takes a P back and
+//!    `startm` hands it a P. Before it parks, an M that finds the runtime *quiescent* (nothing
+//!    queued, no M running on a P) with a registered hook pending takes a P back and
 //!    runs the hook there (`quiesce.rs`); this adds a way out of the idle path, never a wait,
 //!    so the argument below is unchanged.
 //! 4. **`wakep` that finds no idle P** undoes its `nmspinning` increment, `fence(SeqCst)`s and

@@ -1,14 +1,25 @@
 //! Quiescence hooks: work a library can do only once nothing in the runtime is runnable.
 //!
 //! # Quiescence
-//! The runtime is *quiescent* when every P is idle (`npidle == procs`), no M is spinning
-//! (`nmspinning == 0`) and the global queue is empty: no task is runnable and no P runs one.
-//! From then on a task becomes runnable only through something outside the Ps — a timer, the
-//! netpoller, a wake from a plain thread, a `block_on`, another runtime, a task coming back
-//! from a blocking call. For a batching library this is the moment an open batch can stop
-//! waiting: every task the runtime can see has either added its item or parked, so waiting
-//! longer only delays the items already in it (issue 26: the Batcher waited out `max_delay`
-//! with every submitter parked on the batch).
+//! The runtime is *quiescent* when no task is runnable and no M runs on a P: the global queue,
+//! every P's run queue and every `runnext` are empty, and every P is idle — in the idle list,
+//! or handed by `startm` to a parked M whose thread has not run yet. From then on a task
+//! becomes runnable only through something outside the Ps — a timer, the netpoller, a wake
+//! from a plain thread, a `block_on`, another runtime, a task coming back from a blocking
+//! call. For a batching library this is the moment an open batch can stop waiting: every task
+//! the runtime can see has either added its item or parked, so waiting longer only delays the
+//! items already in it (issue 26: the Batcher waited out `max_delay` with every submitter
+//! parked on the batch).
+//!
+//! A P handed to an M not yet running counts as idle because waiting for that M cost more
+//! than the batches. A spawn or a wake from a running task starts a spinning M (`wakep`); on a
+//! busy machine its thread may take tens of µs to be scheduled, and only then can it find
+//! nothing and give its P back. The first version asked for every P in the idle list and no
+//! spinner, and each batch waited for that thread: 10 tasks submitting one item each on 2 Ps
+//! waited 26 µs at the median for a batch whose work is 1 µs (`offload_submitters/10x1`).
+//! Such an M holds no task, and once it runs it installs its P (`set_p`: `RUNNING`) before
+//! it looks at a queue. An M that does run, searching or polling, still holds quiescence
+//! back: it may have just taken a task that is in no queue yet.
 //!
 //! # Protocol
 //! * **Register.** [`Handle::on_quiescent`](crate::Handle::on_quiescent) adds a
@@ -17,9 +28,12 @@
 //! * **Check** ([`Shared::quiescent_hook`]), on the idle path of `find_runnable` (`idle.rs`,
 //!   step 3), after the M gave its P back, stopped spinning, fenced, and its last look found no
 //!   work. One load of `len` first: a runtime without hooks pays nothing else. Then
-//!   `npidle == procs`, `nmspinning == 0` and an empty global queue; then, under the list's
-//!   lock, each hook's [`QuiescentHook::pending`] (cheap: an atomic or two); the first pending
-//!   hook is cloned out and the lock released.
+//!   `npidle + nmspinning ≥ procs` (a cheap filter on lines every idle look reads: a P out of
+//!   the idle list and not given to a spinner is held by an M that runs, or will find work on
+//!   it) and an empty global queue; then every P's queue and `runnext`, and only after all of
+//!   them every P's status (`P_IDLE`); then, under the list's lock, each hook's
+//!   [`QuiescentHook::pending`] (cheap: an atomic or two); the first pending hook is cloned out
+//!   and the lock released.
 //! * **Run.** The M takes an idle P back (`pidleget`, as a plain M; none left: another M took
 //!   it, and runs the hooks itself) and calls [`QuiescentHook::run`] holding that P, outside
 //!   every scheduler lock, like a task's poll. Then it starts `find_runnable` over: the tasks
@@ -32,33 +46,40 @@
 //!
 //! # Why a quiescence is not missed
 //! Take a hook made pending by a task T (T's writes happen while T runs on some P), and
-//! suppose the runtime then goes quiescent. Each M reaches quiescence through step 3:
-//! `npidle += 1` (SeqCst, under `sched`), `nmspinning -= 1` if it spun (SeqCst), a SeqCst fence,
-//! then this check. In the single order of those SeqCst operations some M's idle transition
-//! is the last one; its check, after its fence, reads `npidle == procs` and
-//! `nmspinning == 0`. The P that ran T was given back by an `npidle` increment that comes
-//! after T's writes on that M and before the reading M's load in the order, and the
-//! increments form one release sequence, so T's writes happen before the read of `pending`:
-//! the last M sees the hook pending. Two Ms may both see quiescence (each checked after its
-//! own transition): both take a P back and call `run`; the hook's own lock decides which one
-//! finds work (the Batcher takes a batch under `central`, so one batch closes once).
+//! suppose the runtime then goes quiescent. Every M that ran on a P and will not run again
+//! before that passes step 3 last: `take_p` (status `IDLE`, SeqCst), `npidle += 1` (SeqCst,
+//! under `sched`), `nmspinning -= 1` if it spun (SeqCst), a SeqCst fence, then this check.
+//! Take the M whose fence is last in the single order of SeqCst operations among these last
+//! passes. Each other M's writes before its own fence — its P's status, the counters, the
+//! queue slots it emptied, and (for T's M) T's writes — come before that fence, so the last
+//! M's loads after its fence read them or later values: every queue reads empty, every status
+//! `IDLE`, the counters add up, and the hook reads pending. (A P given to an M not yet running
+//! counts in the filter through that M's spinner; one given for its timers does not, and its M
+//! passes step 3 itself later: it is then the last.) So at least
+//! the last M runs the hook; an earlier one may too. Two Ms may both see quiescence (each
+//! checked after its own transition): both take a P back and call `run`; the hook's own lock
+//! decides which one finds work (the Batcher takes a batch under `central`, so one batch
+//! closes once).
 //!
-//! What is not covered, by design: quiescence reached without an M going idle — sysmon
-//! retaking a P from a blocking call with nothing queued — and a hook made pending from
-//! outside the Ps while the runtime is already quiescent (a plain thread's submit). Nothing
-//! runs the hook then; the library's own bound (the Batcher's `max_delay`) covers them.
+//! Why it is not seen *early*, with a task about to run: a task is in a queue or in the hands
+//! of an M that took it out of one, and that M had installed its P before it took it. The
+//! check reads the queues first and the statuses after: if it saw a queue emptied by that
+//! take, the taker's `RUNNING` store came before the take in its thread, and the take's
+//! ordering (the queues' CAS/fences, SeqCst in crossbeam's deque and injector) makes the
+//! later status load see it.
 //!
 //! `tests/loom_quiesce.rs` checks the protocol on two Ps: a task that makes a hook pending and
 //! parks on it is always woken by the hook (never left parked with every M asleep), the hook's
 //! work is done once, and shutdown racing all of it loses nothing.
 
+use super::syscall::P_IDLE;
 use super::Shared;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering::*};
 use crate::loom::sync::Mutex;
 use std::sync::{Arc, Weak};
 
-/// Work to do when the runtime goes quiescent (every P idle, no spinning M, the global queue
-/// empty). Registered with [`Handle::on_quiescent`](crate::Handle::on_quiescent).
+/// Work to do when the runtime goes quiescent (no task queued anywhere, no M running on a P:
+/// the module doc). Registered with [`Handle::on_quiescent`](crate::Handle::on_quiescent).
 ///
 /// ```
 /// use gmprt_runtime::{QuiescentHook, Runtime};
@@ -172,11 +193,16 @@ impl Shared {
 
     #[cold]
     fn quiescent_hook_slow(&self) -> Option<Arc<dyn QuiescentHook>> {
-        // SeqCst: the loads of step 3's store-buffering pattern (module doc, idle.rs).
-        if self.npidle.load(SeqCst) != self.procs()
-            || self.nmspinning.load(SeqCst) != 0
+        // SeqCst: the loads of step 3's store-buffering pattern (module doc, idle.rs). The
+        // shared counters first (a P neither idle nor given to a spinner has an M); then every
+        // queue, and only then every P's status: an M that took a task out of a queue had
+        // installed its P first (`set_p`), so a queue seen emptied by its take means its
+        // `RUNNING` is seen below (module doc).
+        if self.npidle.load(SeqCst) + self.nmspinning.load(SeqCst) < self.procs()
             || !self.injector.is_empty()
             || self.is_shutdown()
+            || self.allp.iter().any(|p| p.has_work())
+            || self.allp.iter().any(|p| p.status.load(SeqCst) != P_IDLE)
         {
             return None;
         }

@@ -202,7 +202,7 @@ fn find_runnable(shared: &Shared, cx: &Context, m: &mut M) -> Option<Notified> {
             // Another M took the idle P, or half the busy Ps have a spinning M: they will find
             // the work (idle.rs, step 3).
         }
-        // Quiescent (every P idle, no spinner, nothing queued) with a hook pending: take a P
+        // Quiescent (nothing queued, no M running on a P) with a hook pending: take a P
         // back and run it there, then look again for the tasks it made runnable (quiesce.rs).
         if let Some(hook) = shared.quiescent_hook() {
             let p = shared.pidleget_unless_shutdown(&mut shared.sched.lock());
