@@ -166,3 +166,46 @@ fn a_busy_runtime_closes_at_the_deadline() {
     assert_one_deadline_close(&b, delay);
     drop(busy);
 }
+
+/// Batches opened from a plain thread each close at their deadline, whether a worker is
+/// *watching* when the batch opens (right after the previous batch: a timed wait of
+/// `max_delay`, and the admission does not wake it: `Central::watching` in the batcher's module
+/// docs) or every worker is parked (after a pause longer than the watch; the admission must
+/// notify). A watch that ended without looking again, or an admission that skipped its notify
+/// with nobody watching, leaves an item waiting: the test hangs until [`HANG`] and fails. The
+/// pauses only make the parked case likely; no outcome depends on their length.
+#[test]
+fn batches_opened_while_a_worker_watches_close_at_their_deadline() {
+    let rt = Runtime::builder().procs(1).build().expect("runtime");
+    let delay = Duration::from_millis(2);
+    let b = batcher(&rt, 1000, delay);
+    // The runtime's only P is held (as above): no quiescence can close these batches.
+    let (hold_tx, hold_rx) = mpsc::channel::<()>();
+    let (held_tx, held_rx) = mpsc::channel::<()>();
+    let holder = rt.spawn(async move {
+        held_tx.send(()).unwrap();
+        hold_rx.recv().unwrap();
+    });
+    held_rx.recv().unwrap();
+    let b2 = b.clone();
+    let outs = bounded("back-to-back batches from a plain thread", move || {
+        let plain = Runtime::builder().procs(1).build().unwrap();
+        (0..8)
+            .map(|i| {
+                if i % 2 == 1 {
+                    std::thread::sleep(10 * delay); // past the watch: the workers park
+                }
+                plain.block_on(b2.submit((i as f32, 1.0))).expect("item")
+            })
+            .collect::<Vec<_>>()
+    });
+    hold_tx.send(()).unwrap();
+    rt.block_on(holder).expect("holder");
+    assert_eq!(outs, (0..8).map(|i| 2.0 * i as f32 + 1.0).collect::<Vec<_>>());
+    let tl = b.timelines();
+    assert_eq!(tl.len(), 8, "{tl:?}");
+    for t in &tl {
+        assert_eq!((t.n, t.closed_by), (1, CloseReason::Deadline), "{tl:?}");
+        assert!(t.queue_wait >= delay, "queue_wait {:?} < max_delay {delay:?}", t.queue_wait);
+    }
+}

@@ -80,7 +80,10 @@ impl<K: BatchKernel> Shared<K> {
     }
 
     /// After an admission that opened (`first`) or filled the batch: stamps the open batch
-    /// and notifies an idle worker, under `central` (held by the caller).
+    /// and notifies an idle worker, under `central` (held by the caller) — unless a worker
+    /// already waits for an older batch's deadline (`Central::watching`) and the batch is not
+    /// full: that worker wakes in time for this one's deadline, and a batch its runtime can
+    /// close on quiescence then costs no thread wake at all.
     pub(super) fn announce(
         &self,
         c: &mut Central,
@@ -102,7 +105,9 @@ impl<K: BatchKernel> Shared<K> {
                 }
             }
         }
-        self.work.notify_one();
+        if admitted.full || c.watching == 0 {
+            self.work.notify_one();
+        }
         armed
     }
 }

@@ -237,6 +237,7 @@ impl<K: BatchKernel> Batcher<K> {
                 closer: closer::Closer::default(),
                 kits_retired: false,
                 spread,
+                watching: 0,
             }),
             work: Condvar::new(),
             next_batch: AtomicU64::new(0),

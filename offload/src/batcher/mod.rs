@@ -80,8 +80,10 @@
 //!    first admission that yields once, so the tasks already runnable on that P submit into
 //!    the batch first (see the `closer` module; without a runtime, at once); otherwise it
 //!    waits on the condvar (until the deadline when a batch is open). A worker with nothing
-//!    open polls the admission word for a few tens of µs before it parks (Go's spinning M),
-//!    re-checking under `central` after. Room reserved for waiters does not make a batch
+//!    open polls the admission word for a few tens of µs (Go's spinning M), then waits
+//!    `max_delay` more on the condvar, and only then parks untimed; while it waits on a
+//!    deadline or that `max_delay`, the admission that opens a batch does not notify (its
+//!    wait ends before the new deadline). Room reserved for waiters does not make a batch
 //!    full (they are about to enter it). Taking locks every
 //!    lane, moves their items into the worker's spare `Vec` (capacity `max_batch`, no
 //!    allocation) and their blocks into the batch, and hands the free room to the front
@@ -196,7 +198,10 @@
 //! `central` → its lane → its block on the slow path. Wakeups cannot be lost: every state
 //! change that an idle worker waits for (first item, full batch, flush, shutdown) is
 //! followed by a notify under `central`, where the worker re-checks the word and `opened`
-//! before waiting. Task wakeups likewise: a waker is stored under the lock that guards the
+//! before waiting — except a first item while a worker *watches* (`Central::watching`, counted
+//! under `central`): that worker is in a timed wait that began before the item's admission
+//! and ends by `max_delay` after its start, so by the new batch's deadline, and then re-reads
+//! `opened`. Task wakeups likewise: a waker is stored under the lock that guards the
 //! condition it waits for (`central` for room, the block lock for `done`), and the party
 //! that changes the condition takes the wakers under that same lock. One thing a worker
 //! waits for depends on a runtime making progress: the closer's release (`max_delay = 0`,
@@ -380,6 +385,11 @@ struct Central {
     kits_retired: bool,
     /// Which device each batch closes into, when there are several (the `spread` module).
     spread: Option<spread::Spread>,
+    /// Idle workers in a timed wait for an open batch's deadline. While one is, the admission
+    /// that opens the next batch does not notify (`announce`): that worker's wait ends no
+    /// later than the new batch's deadline (it is an older batch's), and it re-reads `opened`
+    /// when it wakes. Incremented and decremented only by the waiting worker, around its wait.
+    watching: usize,
 }
 
 /// Why `enter` did not accept.

@@ -1,9 +1,10 @@
 //! The slot workers' side of the protocol (see the parent module): an idle worker spins,
-//! then parks on `work`, until a batch may close (full, released by the closer or its
-//! deadline passed, flush, shutdown, the runtime quiescent) and a [`Kit`] is free, takes it
-//! (step 2), runs it (`run` module) and wakes its tasks as one list; the inline close on a
-//! quiescent runtime's M (Host device); and shutdown, which closes the word and joins the
-//! workers.
+//! then waits on `work` for `max_delay` (*watching*: a batch that opens meanwhile needs no
+//! notify, `Central::watching`), then parks on it untimed, until a batch may close (full,
+//! released by the closer or its deadline passed, flush, shutdown, the runtime quiescent)
+//! and a [`Kit`] is free, takes it (step 2), runs it (`run` module) and wakes its tasks as
+//! one list; the inline close on a quiescent runtime's M (Host device); and shutdown, which
+//! closes the word and joins the workers.
 //!
 //! # Kits
 //! A [`Kit`] is what running one batch needs besides the batch: a slot and the buffers that go
@@ -211,6 +212,9 @@ impl<K: BatchKernel> Shared<K> {
         let max_batch = self.config.max_batch;
         let mut c = self.central.lock();
         let mut spun = false;
+        // Whether this worker has watched an empty Batcher for `max_delay` since it last saw a
+        // batch open (below): then it parks untimed.
+        let mut lingered = false;
         loop {
             let w = self.stage.word();
             if w.open() == 0 {
@@ -249,9 +253,24 @@ impl<K: BatchKernel> Shared<K> {
                     parking_lot::MutexGuard::unlocked(&mut c, || self.spin_for_work());
                     continue;
                 }
+                if !lingered && !self.config.max_delay.is_zero() {
+                    // Watch for `max_delay` before parking untimed: a batch that opens
+                    // meanwhile has its deadline after this wait ends, so its admission need
+                    // not wake anyone (`Central::watching`). Batches that close on quiescence
+                    // before a woken worker could even run (10 submitters on 2 Ps: every
+                    // one) then cost one timed wake per `max_delay`, not a futex wake each.
+                    lingered = true;
+                    let until = Instant::now() + self.config.max_delay;
+                    c.watching += 1;
+                    self.work.wait_until(&mut c, until);
+                    c.watching -= 1;
+                    continue;
+                }
                 self.work.wait(&mut c);
                 continue;
             }
+            // A batch is open: watching it counts as watching (linger again after it).
+            lingered = false;
             // The submit that opened the batch stamps it (and starts its trace arrow) under
             // `central` right after its admission, and then notifies: wait for that, so the
             // batch's `opened` and arrow are its own.
@@ -282,7 +301,10 @@ impl<K: BatchKernel> Shared<K> {
                 // did, the batch would wait for full/flush/shutdown.
                 match opened.checked_add(self.config.max_delay) {
                     Some(deadline) if now < deadline => {
+                        // Watching: the next batch to open need not notify (`Central::watching`).
+                        c.watching += 1;
                         self.work.wait_until(&mut c, deadline);
+                        c.watching -= 1;
                         continue;
                     }
                     Some(_) => CloseReason::Deadline,
