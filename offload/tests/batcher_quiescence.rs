@@ -37,6 +37,22 @@ fn assert_one_deadline_close(b: &Batcher<Saxpy>, delay: Duration) {
     assert!(tl[0].queue_wait >= delay, "queue_wait {:?} < max_delay {delay:?}", tl[0].queue_wait);
 }
 
+/// Holds the only P of `rt` (procs = 1) with a task blocked on a channel, so the runtime is
+/// never quiescent; returns once it is held. Calling the result releases it and waits for it.
+fn hold_the_only_p(rt: &Runtime) -> impl FnOnce() + '_ {
+    let (hold_tx, hold_rx) = mpsc::channel::<()>();
+    let (held_tx, held_rx) = mpsc::channel::<()>();
+    let holder = rt.spawn(async move {
+        held_tx.send(()).unwrap();
+        hold_rx.recv().unwrap(); // blocks the M that holds the only P
+    });
+    held_rx.recv().unwrap();
+    move || {
+        hold_tx.send(()).unwrap();
+        rt.block_on(holder).expect("holder");
+    }
+}
+
 /// `tasks` tasks submit `per_task` items each, one after another; returns every result.
 fn submitters(procs: usize, tasks: usize, per_task: usize, max_batch: usize) -> (Vec<f32>, Batcher<Saxpy>) {
     let rt = Runtime::builder().procs(procs).build().expect("runtime");
@@ -109,17 +125,10 @@ fn a_plain_threads_submit_waits_for_max_delay() {
     let rt = Runtime::builder().procs(1).build().expect("runtime");
     let delay = Duration::from_millis(20);
     let b = batcher(&rt, 1000, delay);
-    let (hold_tx, hold_rx) = mpsc::channel::<()>();
-    let (held_tx, held_rx) = mpsc::channel::<()>();
-    let holder = rt.spawn(async move {
-        held_tx.send(()).unwrap();
-        hold_rx.recv().unwrap(); // blocks the M that holds the only P
-    });
-    held_rx.recv().unwrap();
+    let release = hold_the_only_p(&rt);
     let f = b.submit((3.0, 1.0));
     assert_eq!(Runtime::builder().procs(1).build().unwrap().block_on(f), Ok(7.0));
-    hold_tx.send(()).unwrap();
-    rt.block_on(holder).expect("holder");
+    release();
     assert_one_deadline_close(&b, delay);
 }
 
@@ -179,14 +188,8 @@ fn batches_opened_while_a_worker_watches_close_at_their_deadline() {
     let rt = Runtime::builder().procs(1).build().expect("runtime");
     let delay = Duration::from_millis(2);
     let b = batcher(&rt, 1000, delay);
-    // The runtime's only P is held (as above): no quiescence can close these batches.
-    let (hold_tx, hold_rx) = mpsc::channel::<()>();
-    let (held_tx, held_rx) = mpsc::channel::<()>();
-    let holder = rt.spawn(async move {
-        held_tx.send(()).unwrap();
-        hold_rx.recv().unwrap();
-    });
-    held_rx.recv().unwrap();
+    // No quiescence can close these batches.
+    let release = hold_the_only_p(&rt);
     let b2 = b.clone();
     let outs = bounded("back-to-back batches from a plain thread", move || {
         let plain = Runtime::builder().procs(1).build().unwrap();
@@ -199,8 +202,7 @@ fn batches_opened_while_a_worker_watches_close_at_their_deadline() {
             })
             .collect::<Vec<_>>()
     });
-    hold_tx.send(()).unwrap();
-    rt.block_on(holder).expect("holder");
+    release();
     assert_eq!(outs, (0..8).map(|i| 2.0 * i as f32 + 1.0).collect::<Vec<_>>());
     let tl = b.timelines();
     assert_eq!(tl.len(), 8, "{tl:?}");
