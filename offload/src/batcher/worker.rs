@@ -253,14 +253,20 @@ impl<K: BatchKernel> Shared<K> {
                     parking_lot::MutexGuard::unlocked(&mut c, || self.spin_for_work());
                     continue;
                 }
-                if !lingered && !self.config.max_delay.is_zero() {
+                // Once per idle spell, with a deadline to watch for (`None` past `Instant`'s
+                // range too, though `max_delay ≤ 1 h` is validated: then it parks).
+                let watch = if lingered || self.config.max_delay.is_zero() {
+                    None
+                } else {
+                    Instant::now().checked_add(self.config.max_delay)
+                };
+                if let Some(until) = watch {
                     // Watch for `max_delay` before parking untimed: a batch that opens
                     // meanwhile has its deadline after this wait ends, so its admission need
                     // not wake anyone (`Central::watching`). Batches that close on quiescence
                     // before a woken worker could even run (10 submitters on 2 Ps: every
                     // one) then cost one timed wake per `max_delay`, not a futex wake each.
                     lingered = true;
-                    let until = Instant::now() + self.config.max_delay;
                     c.watching += 1;
                     self.work.wait_until(&mut c, until);
                     c.watching -= 1;
