@@ -55,22 +55,30 @@
 //! M's loads after its fence read them or later values: every queue reads empty, every status
 //! `IDLE`, the counters add up, and the hook reads pending. (A P given to an M not yet running
 //! counts in the filter through that M's spinner; one given for its timers does not, and its M
-//! passes step 3 itself later: it is then the last.) So at least
-//! the last M runs the hook; an earlier one may too. Two Ms may both see quiescence (each
-//! checked after its own transition): both take a P back and call `run`; the hook's own lock
-//! decides which one finds work (the Batcher takes a batch under `central`, so one batch
-//! closes once).
+//! passes step 3 itself later: it is then the last.) So at least the last M runs the hook; an
+//! earlier one may too. Two Ms may both see quiescence (each checked after its own
+//! transition): both take a P back and call `run`; the hook's own lock decides which one finds
+//! work (the Batcher takes a batch under `central`, so one batch closes once).
 //!
-//! Why it is not seen *early*, with a task about to run: a task is in a queue or in the hands
-//! of an M that took it out of one, and that M had installed its P before it took it. The
-//! check reads the queues first and the statuses after: if it saw a queue emptied by that
-//! take, the taker's `RUNNING` store came before the take in its thread, and the take's
-//! ordering (the queues' CAS/fences, SeqCst in crossbeam's deque and injector) makes the
-//! later status load see it.
+//! Why it is not seen *early*, with a task of the Ps about to run: such a task is in a queue or
+//! in the hands of an M that took it out of one, and that M had installed its P (a SeqCst store
+//! of `RUNNING`) before it took it. The check reads the queues first and the statuses after: if
+//! it saw a queue emptied by that take, the taker's status store came before the take in its
+//! thread, and the take is ordered after it (the deque's and the injector's SeqCst CAS, the
+//! `runnext` CAS after the SeqCst store), so the later status load sees `RUNNING`.
+//!
+//! What is not covered, by design: quiescence reached without an M going idle — sysmon
+//! retaking a P from a blocking call with nothing queued — and a hook made pending from
+//! outside the Ps while the runtime is already quiescent (a plain thread's submit). Nothing
+//! runs the hook then; the library's own bound (the Batcher's `max_delay`) covers them. A
+//! task coming back from a blocking call is outside the Ps too: the P handed to it keeps
+//! `IDLE` until its M runs, and if `wakep` has just counted a spinner that found no P, the
+//! filter may pass and the hook run before that task resumes its poll.
 //!
 //! `tests/loom_quiesce.rs` checks the protocol on two Ps: a task that makes a hook pending and
-//! parks on it is always woken by the hook (never left parked with every M asleep), the hook's
-//! work is done once, and shutdown racing all of it loses nothing.
+//! parks on it is always woken by the hook (never left parked with every M asleep); the hook
+//! never runs while one of the two submitting tasks is still runnable; its work is done once;
+//! and shutdown racing all of it loses nothing.
 
 use super::syscall::P_IDLE;
 use super::Shared;
