@@ -182,13 +182,14 @@ fn a_busy_runtime_closes_at_the_deadline() {
 /// docs) or every worker is parked (after a pause longer than the watch; the admission must
 /// notify). A watch that ended without looking again, or an admission that skipped its notify
 /// with nobody watching, leaves an item waiting: the test hangs until [`HANG`] and fails. The
-/// pauses only make the parked case likely; no outcome depends on their length.
+/// parked case is reached by waiting until `parked_workers` says every worker is parked.
 #[test]
 fn batches_opened_while_a_worker_watches_close_at_their_deadline() {
     let rt = Runtime::builder().procs(1).build().expect("runtime");
     let delay = Duration::from_millis(2);
     let b = batcher(&rt, 1000, delay);
-    // No quiescence can close these batches.
+    let in_flight = BatcherConfig::default().in_flight; // `batcher`'s: one worker per kit
+                                                        // No quiescence can close these batches.
     let release = hold_the_only_p(&rt);
     let b2 = b.clone();
     let outs = bounded("back-to-back batches from a plain thread", move || {
@@ -196,7 +197,9 @@ fn batches_opened_while_a_worker_watches_close_at_their_deadline() {
         (0..8)
             .map(|i| {
                 if i % 2 == 1 {
-                    std::thread::sleep(10 * delay); // past the watch: the workers park
+                    while b2.parked_workers() < in_flight {
+                        std::thread::yield_now(); // until the watch ends and every worker parks
+                    }
                 }
                 plain.block_on(b2.submit((i as f32, 1.0))).expect("item")
             })

@@ -324,6 +324,27 @@ impl<K: BatchKernel> Batcher<K> {
         self.shared().with_rejections(self.shared().log.lock().stats())
     }
 
+    /// How many slot workers are parked with nothing open and no deadline to watch (they spun,
+    /// then watched for `max_delay`, and nothing opened): the next batch to open wakes one.
+    /// While a worker watches instead, opening a batch wakes nobody. A snapshot, for seeing
+    /// what the Batcher's threads do (and for tests that must reach that state).
+    ///
+    /// ```
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+    /// use std::time::Duration;
+    ///
+    /// let cfg = BatcherConfig { max_delay: Duration::from_millis(1), in_flight: 2, ..BatcherConfig::default() };
+    /// let b = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), cfg).unwrap();
+    /// while b.parked_workers() < 2 {
+    ///     std::thread::yield_now(); // both idle workers park once their watch ends
+    /// }
+    /// b.shutdown();
+    /// assert_eq!(b.parked_workers(), 0);
+    /// ```
+    pub fn parked_workers(&self) -> usize {
+        self.shared().central.lock().parked
+    }
+
     /// The last (up to [`TIMELINE_CAPACITY`](crate::timeline::TIMELINE_CAPACITY)) batches'
     /// timelines, oldest first (in completion order).
     ///

@@ -238,6 +238,7 @@ impl<K: BatchKernel> Batcher<K> {
                 kits_retired: false,
                 spread,
                 watching: 0,
+                parked: 0,
             }),
             work: Condvar::new(),
             next_batch: AtomicU64::new(0),

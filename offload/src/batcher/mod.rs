@@ -390,6 +390,10 @@ struct Central {
     /// later than the new batch's deadline (it is an older batch's), and it re-reads `opened`
     /// when it wakes. Incremented and decremented only by the waiting worker, around its wait.
     watching: usize,
+    /// Idle workers parked untimed with nothing open (their watch over): the admission that
+    /// opens the next batch must wake one. Counted like `watching`; read by
+    /// [`Batcher::parked_workers`].
+    parked: usize,
 }
 
 /// Why `enter` did not accept.

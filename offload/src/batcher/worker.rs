@@ -272,7 +272,9 @@ impl<K: BatchKernel> Shared<K> {
                     c.watching -= 1;
                     continue;
                 }
+                c.parked += 1;
                 self.work.wait(&mut c);
+                c.parked -= 1;
                 continue;
             }
             // A batch is open: watching it counts as watching (linger again after it).
