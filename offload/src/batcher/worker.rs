@@ -267,9 +267,7 @@ impl<K: BatchKernel> Shared<K> {
                     // before a woken worker could even run (10 submitters on 2 Ps: every
                     // one) then cost one timed wake per `max_delay`, not a futex wake each.
                     lingered = true;
-                    c.watching += 1;
-                    self.work.wait_until(&mut c, until);
-                    c.watching -= 1;
+                    self.watch_until(&mut c, until);
                     continue;
                 }
                 c.parked += 1;
@@ -281,9 +279,14 @@ impl<K: BatchKernel> Shared<K> {
             lingered = false;
             // The submit that opened the batch stamps it (and starts its trace arrow) under
             // `central` right after its admission, and then notifies: wait for that, so the
-            // batch's `opened` and arrow are its own.
+            // batch's `opened` and arrow are its own. It skips the notify while a worker
+            // watches, so this wait is a watch too (its deadline, `opened + max_delay`, is
+            // later than `max_delay` from now): untimed, it could outlast every batch to come.
             let Some(opened) = c.opened else {
-                self.work.wait(&mut c);
+                match Instant::now().checked_add(self.config.max_delay) {
+                    Some(until) if !self.config.max_delay.is_zero() => self.watch_until(&mut c, until),
+                    _ => self.work.wait(&mut c),
+                }
                 continue;
             };
             let now = Instant::now();
@@ -309,10 +312,7 @@ impl<K: BatchKernel> Shared<K> {
                 // did, the batch would wait for full/flush/shutdown.
                 match opened.checked_add(self.config.max_delay) {
                     Some(deadline) if now < deadline => {
-                        // Watching: the next batch to open need not notify (`Central::watching`).
-                        c.watching += 1;
-                        self.work.wait_until(&mut c, deadline);
-                        c.watching -= 1;
+                        self.watch_until(&mut c, deadline);
                         continue;
                     }
                     Some(_) => CloseReason::Deadline,
@@ -330,6 +330,15 @@ impl<K: BatchKernel> Shared<K> {
             };
             return Some(self.close(c, kit, opened, now, reason, wake));
         }
+    }
+
+    /// An idle worker's timed wait on `work` until `until`, counted in `Central::watching`
+    /// meanwhile: the batch that opens during it need not notify (see there). `until` must be
+    /// at most `max_delay` after the wait begins, or after an open batch's `opened`.
+    fn watch_until(&self, c: &mut MutexGuard<'_, Central>, until: Instant) {
+        c.watching += 1;
+        self.work.wait_until(c, until);
+        c.watching -= 1;
     }
 
     /// Under `central`: a free kit for the batch of `open` items about to close at `now` —
