@@ -340,15 +340,16 @@ fn submitters(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new("tokio", &id), |bn| {
             bn.iter(|| submitters_tokio(&trt, &peer, tasks, per_task, false))
         });
-        let before = b.stats();
+        let (before, wakes0) = (b.stats(), b.submit_wakes());
         let mut gl = submitters_gmprt(&grt, &b, tasks, per_task, true).latencies;
-        let after = b.stats();
+        let (after, wakes) = (b.stats(), b.submit_wakes() - wakes0);
         let mut tl = submitters_tokio(&trt, &peer, tasks, per_task, true).latencies;
         println!(
-            "offload_submitters/{id}: {}; gmprt {:.0} items per launch, {}",
+            "offload_submitters/{id}: {}; gmprt {:.0} items per launch, {}, {:.2} worker wakes by submits per batch",
             latencies(&mut gl, &mut tl),
             (after.items - before.items) as f64 / (after.launches - before.launches).max(1) as f64,
             closes(&before, &after),
+            wakes as f64 / (after.batches - before.batches).max(1) as f64,
         );
     }
     g.finish();
@@ -368,13 +369,13 @@ fn ten_submitters(
 ) {
     const ROUNDS: usize = 2000;
     let (mut gl, mut tl) = (Vec::with_capacity(10 * ROUNDS), Vec::with_capacity(10 * ROUNDS));
-    let before = b.stats();
+    let (before, wakes0) = (b.stats(), b.submit_wakes());
     let rs0 = grt.stats();
     for _ in 0..ROUNDS {
         gl.extend(submitters_gmprt(grt, b, 10, 1, true).latencies);
         tl.extend(submitters_tokio(trt, peer, 10, 1, true).latencies);
     }
-    let after = b.stats();
+    let (after, wakes) = (b.stats(), b.submit_wakes() - wakes0);
     let rs = grt.stats();
     // The ring keeps the last TIMELINE_CAPACITY batches: these rounds' are its tail.
     let tls = b.timelines();
@@ -386,11 +387,12 @@ fn ten_submitters(
     let wq = if work.is_empty() { [0.0; 3] } else { quantiles(&mut work) };
     println!(
         "offload_submitters/10x1/procs={procs}: {ROUNDS} rounds, {}; gmprt batch work p50/p99 {:.1}/{:.1} µs; {}; \
-         gmprt runtime per round: {:.2} M parks, {:.2} runnext back-offs",
+         gmprt per round: {:.2} worker wakes by submits, {:.2} M parks, {:.2} runnext back-offs",
         latencies(&mut gl, &mut tl),
         wq[0],
         wq[1],
         closes(&before, &after),
+        wakes as f64 / ROUNDS as f64,
         (rs.parks - rs0.parks) as f64 / ROUNDS as f64,
         (rs.runnext_backoffs - rs0.runnext_backoffs) as f64 / ROUNDS as f64,
     );

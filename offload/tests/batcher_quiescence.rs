@@ -176,6 +176,122 @@ fn a_busy_runtime_closes_at_the_deadline() {
     drop(busy);
 }
 
+/// With every worker parked, a batch that a task opens on a runtime that never goes quiescent
+/// closes at its deadline, kept by the closer's timer on that runtime: the submit wakes no
+/// worker (`submit_wakes` stays 0), and the closer's notify at the deadline has one close it.
+/// A closer that missed the deadline leaves the item waiting (the test fails after [`HANG`]);
+/// an admission that woke a worker instead is counted.
+#[test]
+fn a_busy_runtimes_batch_keeps_its_deadline_without_waking_a_worker() {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Arc;
+    let rt = Runtime::builder().procs(2).build().expect("runtime");
+    let delay = Duration::from_millis(20);
+    let b = batcher(&rt, 1000, delay);
+    let in_flight = BatcherConfig::default().in_flight; // `batcher`'s: one worker per kit
+    while b.parked_workers() < in_flight {
+        std::thread::yield_now(); // until the watch ends and every worker parks
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let busy = rt.spawn(async move {
+        while !stop2.load(SeqCst) {
+            gmprt_offload::runtime::yield_now().await;
+        }
+    });
+    let b2 = b.clone();
+    let y = bounded("a submit on a busy runtime, every worker parked", move || {
+        rt.block_on(async move { spawn(async move { b2.submit((4.0, 1.0)).await }).await.expect("task") })
+    });
+    stop.store(true, SeqCst);
+    assert_eq!(y, Ok(9.0));
+    assert_one_deadline_close(&b, delay);
+    assert_eq!(b.submit_wakes(), 0, "the submit woke a worker");
+    drop(busy);
+}
+
+/// Shutdown with the closer asleep until a deadline: the closer exits, and every task the
+/// runtime spawned (the submitter and the closer) finishes. Every worker is parked first, so
+/// the submit that opens the batch leaves its deadline to the closer, which it spawns runnable:
+/// the runtime cannot go quiescent before the closer runs, finds the batch open and sleeps
+/// until the deadline; then the batch closes on quiescence. Shutdown wakes the closer (without
+/// that it would sleep out the rest of `max_delay`, 2 s here); a closer that never exits fails
+/// the test after [`HANG`].
+#[test]
+fn shutdown_ends_the_closer_asleep_until_a_deadline() {
+    let rt = Runtime::builder().procs(2).build().expect("runtime");
+    let b = batcher(&rt, 1000, Duration::from_secs(2));
+    let in_flight = BatcherConfig::default().in_flight; // `batcher`'s: one worker per kit
+    while b.parked_workers() < in_flight {
+        std::thread::yield_now(); // until the watch ends and every worker parks
+    }
+    let b2 = b.clone();
+    let h = rt.handle();
+    let y = bounded("one task's submit", move || {
+        h.spawn(async move { b2.submit((1.0, 1.0)).await }).join().expect("task")
+    });
+    assert_eq!(y, Ok(3.0));
+    assert_eq!(b.timelines()[0].closed_by, CloseReason::Quiescent);
+    assert_eq!(b.submit_wakes(), 0, "the closer did not take the deadline");
+    b.shutdown();
+    bounded("every task of the runtime finished after shutdown", move || loop {
+        let s = rt.stats();
+        if s.completed + s.cancelled >= s.spawned {
+            break;
+        }
+        std::thread::yield_now();
+    });
+}
+
+/// Once the closer runs on a runtime, a batch opened anywhere else — a plain thread, a task of
+/// another runtime — still has a worker keep its deadline: here the closer's runtime has its
+/// only P held by a blocked task, so a batch left to the closer would wait until [`HANG`].
+#[test]
+fn batches_opened_off_the_closers_runtime_close_at_their_deadline() {
+    let rt = Runtime::builder().procs(1).build().expect("runtime");
+    let delay = Duration::from_millis(20);
+    let b = batcher(&rt, 1000, delay);
+    let in_flight = BatcherConfig::default().in_flight; // `batcher`'s: one worker per kit
+    while b.parked_workers() < in_flight {
+        std::thread::yield_now(); // every worker parked: the next batch's deadline is the closer's
+    }
+    // A task opens the first batch: the closer starts on `rt`; the batch closes on quiescence.
+    let b2 = b.clone();
+    let first =
+        rt.block_on(async move { spawn(async move { b2.submit((1.0, 1.0)).await }).await.expect("task") });
+    assert_eq!(first, Ok(3.0));
+    assert_eq!(b.submit_wakes(), 0, "the closer did not start");
+    let release = hold_the_only_p(&rt);
+    let b3 = b.clone();
+    let outs = bounded("submits off the closer's runtime, its only P held", move || {
+        let all_parked = || {
+            while b3.parked_workers() < in_flight {
+                std::thread::yield_now(); // no worker watching: only a notify can reach one
+            }
+        };
+        let other = Runtime::builder().procs(1).build().unwrap();
+        all_parked();
+        let from_thread = other.block_on(b3.submit((2.0, 1.0)));
+        all_parked();
+        let b4 = b3.clone();
+        let from_task =
+            other.block_on(async move { spawn(async move { b4.submit((3.0, 1.0)).await }).await.unwrap() });
+        (from_thread, from_task)
+    });
+    release();
+    assert_eq!(outs, (Ok(5.0), Ok(7.0)));
+    let tl = b.timelines();
+    let closed: Vec<_> = tl.iter().map(|t| (t.n, t.closed_by)).collect();
+    assert_eq!(
+        closed,
+        [(1, CloseReason::Quiescent), (1, CloseReason::Deadline), (1, CloseReason::Deadline)],
+        "{tl:?}"
+    );
+    for t in &tl[1..] {
+        assert!(t.queue_wait >= delay, "queue_wait {:?} < max_delay {delay:?}", t.queue_wait);
+    }
+}
+
 /// Batches opened from a plain thread each close at their deadline, whether a worker is
 /// *watching* when the batch opens (right after the previous batch: a timed wait of
 /// `max_delay`, and the admission does not wake it: `Central::watching` in the batcher's module

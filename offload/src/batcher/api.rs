@@ -345,6 +345,33 @@ impl<K: BatchKernel> Batcher<K> {
         self.shared().central.lock().parked
     }
 
+    /// How many times a submit woke an idle slot worker: an admission that filled a batch, or
+    /// that opened one with nobody else to keep its deadline — no worker awake and no closer
+    /// (a submit from a plain thread or another runtime; see the `closer` module). A batch
+    /// that a task opens and its runtime closes on quiescence wakes no thread at all. Each
+    /// such wake is a futex call on the submitting thread, and another thread to schedule.
+    ///
+    /// ```
+    /// use gmprt_offload::runtime::{spawn, Runtime};
+    /// use gmprt_offload::{Batcher, BatcherConfig, Device, Saxpy};
+    /// use std::time::Duration;
+    ///
+    /// let rt = Runtime::builder().procs(1).build().unwrap();
+    /// let cfg = BatcherConfig { max_delay: Duration::from_millis(1), in_flight: 1, ..BatcherConfig::default() };
+    /// let b = Batcher::new(Saxpy { a: 1.0 }, &Device::host(), cfg).unwrap();
+    /// while b.parked_workers() < 1 {
+    ///     std::thread::yield_now(); // the idle worker parks once its watch ends
+    /// }
+    /// let b2 = b.clone();
+    /// let y = rt.block_on(async move { spawn(async move { b2.submit((2.0, 1.0)).await }).await.unwrap() });
+    /// assert_eq!(y.unwrap(), 3.0);
+    /// assert_eq!(b.submit_wakes(), 0); // opened by a task, closed on quiescence: no thread woken
+    /// b.shutdown();
+    /// ```
+    pub fn submit_wakes(&self) -> u64 {
+        self.shared().central.lock().submit_wakes
+    }
+
     /// The last (up to [`TIMELINE_CAPACITY`](crate::timeline::TIMELINE_CAPACITY)) batches'
     /// timelines, oldest first (in completion order).
     ///

@@ -239,6 +239,7 @@ impl<K: BatchKernel> Batcher<K> {
                 spread,
                 watching: 0,
                 parked: 0,
+                submit_wakes: 0,
             }),
             work: Condvar::new(),
             next_batch: AtomicU64::new(0),
