@@ -245,23 +245,6 @@ impl Handle {
         with_current(|cx| cx.map(|cx| Handle { shared: cx.shared.clone() }))
     }
 
-    /// Whether the calling thread is in this runtime: a task of it, or its `block_on`. One
-    /// pointer comparison, no reference count touched (unlike [`Handle::try_current`]).
-    ///
-    /// ```
-    /// let rt = gmprt_runtime::Runtime::builder().procs(1).build().unwrap();
-    /// let other = gmprt_runtime::Runtime::builder().procs(1).build().unwrap();
-    /// let (h, o) = (rt.handle(), other.handle());
-    /// assert!(!h.is_current()); // a plain thread is in no runtime
-    /// let seen = rt.block_on(async move {
-    ///     gmprt_runtime::spawn(async move { (h.is_current(), o.is_current()) }).await.unwrap()
-    /// });
-    /// assert_eq!(seen, (true, false));
-    /// ```
-    pub fn is_current(&self) -> bool {
-        with_current(|cx| cx.is_some_and(|cx| Arc::ptr_eq(&cx.shared, &self.shared)))
-    }
-
     /// Registers `hook` to run when this runtime goes *quiescent*: nothing queued and no M
     /// running on a P (each P idle, or handed to an M whose thread has not run yet) — no task
     /// runnable and none running. The M that finds it so on its way to sleep, while

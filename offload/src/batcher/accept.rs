@@ -80,13 +80,10 @@ impl<K: BatchKernel> Shared<K> {
     }
 
     /// After an admission that opened (`first`) or filled the batch: stamps the open batch
-    /// and notifies an idle worker, under `central` (held by the caller) — unless the batch is
-    /// not full and something else will see to it in time: with `max_delay = 0`, the closer
-    /// (it releases the batch once the runnable tasks have run); with `max_delay > 0`, a
-    /// worker that already waits for an older batch's deadline (`Central::watching`: it wakes
-    /// in time for this one's), or, when every idle worker is parked and the caller is a task
-    /// on the closer's runtime, the closer (its timer keeps the deadline, the `closer`
-    /// module). A batch its runtime closes on quiescence then costs no thread wake at all.
+    /// and notifies an idle worker, under `central` (held by the caller) — unless a worker
+    /// already waits for an older batch's deadline (`Central::watching`) and the batch is not
+    /// full: that worker wakes in time for this one's deadline, and a batch its runtime can
+    /// close on quiescence then costs no thread wake at all.
     pub(super) fn announce(
         &self,
         c: &mut Central,
@@ -99,21 +96,13 @@ impl<K: BatchKernel> Shared<K> {
             // starts before the batch's `opened`, where the trace draws its queue wait.
             c.flow = self.trace.as_ref().map(trace::submit_flow);
             c.opened = Some(Instant::now());
-            let on_runtime = may_start && gmprt_runtime::procid().is_some();
-            // With `max_delay > 0`: a worker that is awake keeps the deadline — one watching
-            // an older deadline, or spinning, or back from a batch (no timer on the runtime,
-            // whose Ps read the clock every round while they hold one); if every idle worker is
-            // parked, the closer does, for its own runtime's tasks only, instead of a futex
-            // wake; else a worker is woken below.
-            if self.config.max_delay.is_zero()
-                || (c.watching == 0 && c.parked > 0 && c.closer.keeps_deadline_here(on_runtime))
-            {
+            if self.config.max_delay.is_zero() {
+                let on_runtime = may_start && gmprt_runtime::procid().is_some();
                 armed = c.closer.arm(on_runtime);
-            }
-            if armed != closer::Armed::No && !admitted.full {
-                // The closer tells a worker when the runnable tasks have had their turn
-                // (`max_delay = 0`), or at the deadline if the batch is still open then.
-                return armed;
+                if armed != closer::Armed::No && !admitted.full {
+                    // The closer tells a worker when the runnable tasks have had their turn.
+                    return armed;
+                }
             }
         }
         if (admitted.full || c.watching == 0) && self.work.notify_one() {

@@ -346,10 +346,10 @@ impl<K: BatchKernel> Batcher<K> {
     }
 
     /// How many times a submit woke an idle slot worker: an admission that filled a batch, or
-    /// that opened one with nobody else to keep its deadline — no worker awake and no closer
-    /// (a submit from a plain thread or another runtime; see the `closer` module). A batch
-    /// that a task opens and its runtime closes on quiescence wakes no thread at all. Each
-    /// such wake is a futex call on the submitting thread, and another thread to schedule.
+    /// that opened one while no worker watched an older batch's deadline (every idle worker
+    /// parked: see [`Batcher::parked_workers`]). Each is a futex call on the submitting thread
+    /// and another thread to schedule — the cost a server whose requests come more than
+    /// `max_delay` apart pays per batch, even when its runtime closes the batch on quiescence.
     ///
     /// ```
     /// use gmprt_offload::runtime::{spawn, Runtime};
@@ -365,7 +365,7 @@ impl<K: BatchKernel> Batcher<K> {
     /// let b2 = b.clone();
     /// let y = rt.block_on(async move { spawn(async move { b2.submit((2.0, 1.0)).await }).await.unwrap() });
     /// assert_eq!(y.unwrap(), 3.0);
-    /// assert_eq!(b.submit_wakes(), 0); // opened by a task, closed on quiescence: no thread woken
+    /// assert_eq!(b.submit_wakes(), 1); // the batch's first item woke the parked worker
     /// b.shutdown();
     /// ```
     pub fn submit_wakes(&self) -> u64 {

@@ -69,10 +69,8 @@
 //!    lock, admitted on the word (room: `open + reserved < max_batch`, nobody queued, not
 //!    closed) and pushed with its result entry into the lane's current result block. The
 //!    admission that opens a batch stamps `opened` (the deadline is `opened + max_delay`)
-//!    and notifies an idle worker — unless the batch's closer (below) or a worker already
-//!    watching an older deadline will see to it — and the one that fills it notifies one,
-//!    under `central`. `submit` tries this at once; a submit refused for room queues for it
-//!    (below).
+//!    and the one that fills it notifies an idle worker, under `central`. `submit` tries this
+//!    at once; a submit refused for room queues for it (below).
 //! 2. *Close.* An idle worker, under `central`, takes the open items when they fill the batch,
 //!    or at shutdown, or flush, or once the runtime went quiescent while they were open
 //!    (`quiet`, set by the quiescence hook; on the Host device the hook's M takes them itself,
@@ -85,9 +83,7 @@
 //!    open polls the admission word for a few tens of µs (Go's spinning M), then waits
 //!    `max_delay` more on the condvar, and only then parks untimed; while it waits on a
 //!    deadline or that `max_delay`, the admission that opens a batch does not notify (its
-//!    wait ends before the new deadline), nor, when every idle worker is parked, if a task of
-//!    the closer's runtime opens it with `max_delay > 0`: the closer keeps that deadline on
-//!    the runtime's timers and notifies only if the batch is still open then. Room reserved for waiters does not make a batch
+//!    wait ends before the new deadline). Room reserved for waiters does not make a batch
 //!    full (they are about to enter it). Taking locks every
 //!    lane, moves their items into the worker's spare `Vec` (capacity `max_batch`, no
 //!    allocation) and their blocks into the batch, and hands the free room to the front
@@ -205,17 +201,13 @@
 //! before waiting — except a first item while a worker *watches* (`Central::watching`, counted
 //! under `central`): that worker is in a timed wait that began before the item's admission
 //! and ends by `max_delay` after its start, so by the new batch's deadline, and then re-reads
-//! `opened`; and a first item from a task of the closer's runtime with `max_delay > 0` while
-//! every idle worker is parked: the closer, armed under `central` by that admission, notifies
-//! at the deadline if the batch is still open then (the `closer` module). Task wakeups likewise: a waker is stored under the lock that guards the
+//! `opened`. Task wakeups likewise: a waker is stored under the lock that guards the
 //! condition it waits for (`central` for room, the block lock for `done`), and the party
-//! that changes the condition takes the wakers under that same lock. Two things a worker
-//! waits for depend on a runtime making progress: the closer's release (`max_delay = 0`,
-//! batch not full), and the closer's notify at the deadline of a batch one of its own
-//! runtime's tasks opened (`max_delay > 0`). The closer is a task woken by the admission that
-//! arms it, sleeping on its runtime's timers for a deadline, and should its runtime stop, the
-//! task's drop clears `started` under `central` and notifies: the workers then take at once,
-//! or watch the deadline. Nothing else a worker waits for depends on a runtime thread.
+//! that changes the condition takes the wakers under that same lock. One thing a worker
+//! waits for depends on a runtime making progress: the closer's release (`max_delay = 0`,
+//! batch not full). The closer is a task woken by the admission that arms it, and should its
+//! runtime stop, the task's drop clears `started` under `central` and notifies: the workers
+//! then take at once. Nothing else a worker waits for depends on a runtime thread.
 //! A waiter popped by a worker learns it from `served` (an atomic: every ticket below it
 //! was popped, as waiters leave in ticket order) and enters on its reservation without
 //! `central`.
@@ -387,8 +379,7 @@ struct Central {
     flush: bool,
     /// The trace flow arrow from the open batch's first `submit` (tracing only).
     flow: Option<u64>,
-    /// When a batch opened on a runtime may close: with `max_delay = 0` once the runnable
-    /// tasks have run, else at its deadline (the `closer` module).
+    /// When a batch may close with `max_delay = 0` on a runtime (the `closer` module).
     closer: closer::Closer,
     /// Shutdown: a worker found every kit home and dropped them (the `worker` module).
     kits_retired: bool,

@@ -51,10 +51,10 @@ impl<K: BatchKernel> Shared<K> {
             let (waiters, closer) = {
                 let mut c = self.central.lock();
                 let waiters: Vec<Waker> = c.waiters.drain(..).map(|(_, w)| w).collect();
-                (waiters, [c.closer.waker.take(), c.closer.sleeper.take()])
+                (waiters, c.closer.waker.take())
             };
-            // The closer, parked or asleep until a deadline, sees the closed bit and exits.
-            for w in closer.into_iter().flatten() {
+            // The closer sees the closed bit and exits.
+            if let Some(w) = closer {
                 w.wake();
             }
             self.work.notify_all();
