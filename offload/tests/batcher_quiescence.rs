@@ -188,8 +188,9 @@ fn batches_opened_while_a_worker_watches_close_at_their_deadline() {
     let rt = Runtime::builder().procs(1).build().expect("runtime");
     let delay = Duration::from_millis(2);
     let b = batcher(&rt, 1000, delay);
-    let in_flight = BatcherConfig::default().in_flight; // `batcher`'s: one worker per kit
-                                                        // No quiescence can close these batches.
+    // `batcher`'s: one worker per kit.
+    let in_flight = BatcherConfig::default().in_flight;
+    // No quiescence can close these batches.
     let release = hold_the_only_p(&rt);
     let b2 = b.clone();
     let outs = bounded("back-to-back batches from a plain thread", move || {

@@ -253,13 +253,8 @@ impl<K: BatchKernel> Shared<K> {
                     parking_lot::MutexGuard::unlocked(&mut c, || self.spin_for_work());
                     continue;
                 }
-                // Once per idle spell, with a deadline to watch for (`None` past `Instant`'s
-                // range too, though `max_delay ≤ 1 h` is validated: then it parks).
-                let watch = if lingered || self.config.max_delay.is_zero() {
-                    None
-                } else {
-                    Instant::now().checked_add(self.config.max_delay)
-                };
+                // Once per idle spell, with a deadline to watch for.
+                let watch = if lingered { None } else { self.watch_end() };
                 if let Some(until) = watch {
                     // Watch for `max_delay` before parking untimed: a batch that opens
                     // meanwhile has its deadline after this wait ends, so its admission need
@@ -283,9 +278,9 @@ impl<K: BatchKernel> Shared<K> {
             // watches, so this wait is a watch too (its deadline, `opened + max_delay`, is
             // later than `max_delay` from now): untimed, it could outlast every batch to come.
             let Some(opened) = c.opened else {
-                match Instant::now().checked_add(self.config.max_delay) {
-                    Some(until) if !self.config.max_delay.is_zero() => self.watch_until(&mut c, until),
-                    _ => self.work.wait(&mut c),
+                match self.watch_end() {
+                    Some(until) => self.watch_until(&mut c, until),
+                    None => self.work.wait(&mut c),
                 }
                 continue;
             };
@@ -330,6 +325,16 @@ impl<K: BatchKernel> Shared<K> {
             };
             return Some(self.close(c, kit, opened, now, reason, wake));
         }
+    }
+
+    /// When a watch that starts now ends: `max_delay` from now, or `None` (wait untimed) with
+    /// `max_delay = 0` — nothing to watch for — or past `Instant`'s range (`max_delay ≤ 1 h`
+    /// is validated, so never in practice). The clock is read only when there is a watch.
+    fn watch_end(&self) -> Option<Instant> {
+        if self.config.max_delay.is_zero() {
+            return None;
+        }
+        Instant::now().checked_add(self.config.max_delay)
     }
 
     /// An idle worker's timed wait on `work` until `until`, counted in `Central::watching`
