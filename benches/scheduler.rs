@@ -18,7 +18,7 @@
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::cell::OnceCell;
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
@@ -32,6 +32,8 @@ const CHAIN_DEPTH: usize = 1_000;
 /// `yield_many`: this many tasks each yield this many times.
 const YIELD_TASKS: usize = 200;
 const YIELDS_PER_TASK: usize = 1_000;
+/// How far off the deadline every `yield_many_deadline` task runs under: never reached.
+const FAR_DEADLINE: std::time::Duration = std::time::Duration::from_secs(3600);
 /// Round trips in `ping_pong`.
 const PING_PONGS: usize = 10_000;
 /// `fan_out_fan_in`: the root spawns this many parents, each spawns this many children.
@@ -40,7 +42,7 @@ const FAN_CHILDREN: usize = 10;
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{config, gmprt_rt, procs, run_gmprt, run_tokio, tokio_rt, Gmprt, Sched, Tokio};
+use common::{config, gmprt_rt, procs, run_gmprt, run_tokio, tokio_rt, tokio_rt_timers, Gmprt, Sched, Tokio};
 
 // ---------------------------------------------------------------------------------------------
 // The signalling primitive shared by both sides
@@ -139,6 +141,35 @@ async fn yield_many<S: Sched>(tasks: usize, yields: usize) {
     }
 }
 
+/// `yield_many` with each task's loop under a deadline an hour off, as a server runs each
+/// request under a timeout: every worker that runs these tasks holds a pending timer while it
+/// does, which is what a timer costs the rounds of the work beside it.
+async fn yield_many_deadline<S: Sched>(tasks: usize, yields: usize) {
+    let handles: Vec<_> = (0..tasks)
+        .map(|_| {
+            S::spawn(async move {
+                let mut work = std::pin::pin!(async {
+                    for _ in 0..yields {
+                        S::yield_now().await;
+                    }
+                });
+                let mut deadline = std::pin::pin!(S::sleep(FAR_DEADLINE));
+                poll_fn(|cx| {
+                    if work.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(());
+                    }
+                    assert!(deadline.as_mut().poll(cx).is_pending(), "an hour-off deadline passed");
+                    Poll::Pending
+                })
+                .await
+            })
+        })
+        .collect();
+    for h in handles {
+        h.await.unwrap();
+    }
+}
+
 /// The root (ping) and one spawned task (pong) wake each other `n` times each way.
 async fn ping_pong<S: Sched>(n: usize) {
     let ping = Arc::new(Notify::new());
@@ -185,11 +216,15 @@ async fn fan_out_fan_in<S: Sched>(parents: usize, children: usize) -> usize {
 // Benchmark plumbing
 
 /// Benches one workload on both runtimes in one group. `root` builds the root future for a
-/// given runtime; `check` validates one untimed run's output. Each runtime is built once per
+/// given runtime; `check` validates one untimed run's output; the tokio runtime comes from
+/// `tokio_rt` unless a constructor is given last (`tokio_rt_timers` for workloads that sleep). Each runtime is built once per
 /// benchmark function, lazily on its first sample (criterion calls the closure once per
 /// sample), so a benchmark excluded by a command-line filter starts no threads.
 macro_rules! both {
-    ($c:expr, $group:expr, $elements:expr, |$s:ident| $root:expr, $check:expr) => {{
+    ($c:expr, $group:expr, $elements:expr, |$s:ident| $root:expr, $check:expr) => {
+        both!($c, $group, $elements, |$s| $root, $check, tokio_rt)
+    };
+    ($c:expr, $group:expr, $elements:expr, |$s:ident| $root:expr, $check:expr, $tokio_rt:expr) => {{
         let procs = procs();
         let id = format!("procs={procs}");
         let mut g = $c.benchmark_group($group);
@@ -215,7 +250,7 @@ macro_rules! both {
             let cell = OnceCell::new();
             g.bench_function(BenchmarkId::new("tokio", &id), |b| {
                 let rt = cell.get_or_init(|| {
-                    let rt = tokio_rt(procs);
+                    let rt = ($tokio_rt)(procs);
                     ($check)(&run_tokio(&rt, $root));
                     rt
                 });
@@ -280,6 +315,19 @@ fn bench_chained_spawn(c: &mut Criterion) {
 fn bench_yield_many(c: &mut Criterion) {
     let (tasks, yields) = (YIELD_TASKS, YIELDS_PER_TASK);
     both!(c, "yield_many", tasks * yields, |S| yield_many::<S>(tasks, yields), |_: &()| ());
+}
+
+/// `yield_many` under far deadlines (tokio with its timer driver on).
+fn bench_yield_many_deadline(c: &mut Criterion) {
+    let (tasks, yields) = (YIELD_TASKS, YIELDS_PER_TASK);
+    both!(
+        c,
+        "yield_many_deadline",
+        tasks * yields,
+        |S| yield_many_deadline::<S>(tasks, yields),
+        |_: &()| (),
+        tokio_rt_timers
+    );
 }
 
 fn bench_ping_pong(c: &mut Criterion) {
@@ -368,6 +416,6 @@ criterion_group! {
     name = benches;
     config = config();
     targets = bench_spawn_many, bench_spawn_many_threads, bench_chained_spawn, bench_yield_many,
-        bench_ping_pong, bench_fan_out_fan_in, bench_task_cache, bench_tracing
+        bench_yield_many_deadline, bench_ping_pong, bench_fan_out_fan_in, bench_task_cache, bench_tracing
 }
 criterion_main!(benches);

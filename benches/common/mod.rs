@@ -19,6 +19,9 @@ pub trait Sched: 'static {
         F::Output: Send + 'static;
 
     fn yield_now() -> impl Future<Output = ()> + Send;
+
+    /// The runtime's own timer (tokio's needs a runtime built with time: [`tokio_rt_timers`]).
+    fn sleep(d: Duration) -> impl Future<Output = ()> + Send;
 }
 
 pub struct Gmprt;
@@ -37,6 +40,10 @@ impl Sched for Gmprt {
 
     fn yield_now() -> impl Future<Output = ()> + Send {
         gmprt::yield_now()
+    }
+
+    fn sleep(d: Duration) -> impl Future<Output = ()> + Send {
+        gmprt::runtime::time::sleep(d)
     }
 }
 
@@ -57,6 +64,10 @@ impl Sched for Tokio {
     fn yield_now() -> impl Future<Output = ()> + Send {
         tokio::task::yield_now()
     }
+
+    fn sleep(d: Duration) -> impl Future<Output = ()> + Send {
+        tokio::time::sleep(d)
+    }
 }
 
 /// Worker count for both runtimes: env `BENCH_PROCS`, default 2.
@@ -76,6 +87,17 @@ pub fn gmprt_rt(procs: usize) -> gmprt::Runtime {
 
 pub fn tokio_rt(procs: usize) -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(procs).build().expect("start tokio runtime")
+}
+
+/// [`tokio_rt`] with tokio's timer driver, for workloads that sleep (`enable_time`, which
+/// `#[tokio::main]` turns on too; off in [`tokio_rt`] so the other workloads' peer is the one
+/// their earlier results were taken with).
+pub fn tokio_rt_timers(procs: usize) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(procs)
+        .enable_time()
+        .build()
+        .expect("start tokio runtime")
 }
 
 /// Runs `root` as a spawned task on gmprt (so it runs on an M, holding a P) and waits for it.

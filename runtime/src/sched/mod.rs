@@ -15,9 +15,10 @@
 //!
 //! Files: `processor.rs` (P, run queues, stealing), `queue.rs` (crossbeam / loom queues),
 //! `idle.rs` (the park/unpark protocol and its proof sketch), `injectglist.rs` (a list of wakes at once), `worker.rs` (the M loop),
-//! `context.rs` (thread-local current M/P), `stats.rs` (counters), `quiesce.rs` (hooks run
+//! `context.rs` (thread-local current M/P), `clock.rs` (the timer clock and its coarse gate), `stats.rs` (counters), `quiesce.rs` (hooks run
 //! when nothing is runnable), `shutdown.rs` (stopping the Ms and cancelling what is left).
 
+pub(crate) mod clock;
 pub(crate) mod context;
 pub(crate) mod idle;
 pub(crate) mod injectglist;
@@ -108,8 +109,8 @@ pub(crate) struct Shared {
     pub(crate) trace: Option<RtTrace>,
     pub(crate) thread_name: String,
     pub(crate) stack_size: Option<usize>,
-    /// Origin of the runtime's timer clock (`timers.rs`).
-    pub(crate) epoch: std::time::Instant,
+    /// The runtime's timer clock and its coarse gate (`clock.rs`).
+    pub(crate) clock: clock::Clock,
     /// sysmon's sleep state and wake-up (`sysmon.rs`).
     pub(crate) monitor: CachePadded<(Mutex<sysmon::SysmonCtl>, Condvar)>,
     /// The thread cap (Go's `SetMaxThreads`), see `syscall.rs`.
@@ -174,7 +175,7 @@ impl Shared {
             trace,
             thread_name,
             stack_size,
-            epoch,
+            clock: clock::Clock::new(epoch),
             monitor: CachePadded::new((Mutex::new(sysmon::SysmonCtl::default()), Condvar::new())),
             max_threads,
             detect_deadlock,
@@ -471,7 +472,7 @@ mod layout_tests {
             ("order", offset_of!(Shared, order)),
             ("trace", offset_of!(Shared, trace)),
             ("owned", offset_of!(Shared, owned)),
-            ("epoch", offset_of!(Shared, epoch)),
+            ("clock", offset_of!(Shared, clock)),
             ("net.poll", offset_of!(Shared, net.poll)),
         ];
         let written_while_running = [

@@ -2,7 +2,8 @@
 //! `findRunnable`.
 //!
 //! * [`Shared::check_timers`] — on a P's heap: fire every due timer (one load of `timer0_when`
-//!   when nothing is due; the clock is read only when the P has timers).
+//!   when the P has no timer; the precise clock is read only when its earliest deadline is not
+//!   surely ahead by the coarse clock, `clock.rs`).
 //! * [`Shared::run_all_timers`] — the same over every P, by an M about to go idle (a P whose M
 //!   is busy in a long poll still gets its timers fired).
 //! * [`Shared::next_timer_when`] — the earliest deadline over all Ps: an idle M parks until then
@@ -11,7 +12,7 @@
 //!   (`wakep`) so that some M computes the new earliest deadline; one registered on an M needs
 //!   nothing: that M checks its own P every round and before it parks.
 //!
-//! Clock: runtime nanoseconds since `Shared::epoch`, never 0 (0 means "no timer").
+//! Clock: runtime nanoseconds since the epoch of `Shared::clock`, never 0 (0 means "no timer").
 
 use super::context::with_current;
 use super::Shared;
@@ -19,25 +20,25 @@ use crate::loom::sync::atomic::Ordering::SeqCst;
 use std::time::Instant;
 
 impl Shared {
-    /// `t` in runtime nanoseconds (at least 1; instants before the epoch map to 1, instants
-    /// more than 584 years after it to `u64::MAX`: saturating, never wrapping to an early time).
+    /// `t` in runtime nanoseconds (`Clock::nanos`: at least 1, saturating, rounded up).
     pub(crate) fn nanos(&self, t: Instant) -> u64 {
-        // Round up so a timer never fires before its deadline.
-        let d = t.saturating_duration_since(self.epoch);
-        u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).saturating_add(1)
+        self.clock.nanos(t)
     }
 
-    /// Now, in runtime nanoseconds.
+    /// Now, in runtime nanoseconds: the precise clock.
     pub(crate) fn now_nanos(&self) -> u64 {
-        self.epoch.elapsed().as_nanos() as u64
+        self.clock.now_nanos()
     }
 
     /// Go's `checkTimers`: fires P `pid`'s due timers (the woken tasks go to the calling M's P,
     /// or the global queue off an M) and returns the clock it read (runtime nanoseconds; 0 when
-    /// the P has no timer, and then the clock is not read) and whether any fired. The M at the
-    /// start of a scheduling round keeps the clock as its `round_now`.
+    /// it read none) and whether any fired. The M at the start of a scheduling round keeps the
+    /// clock as its `round_now`. The precise clock is read only when the P's earliest deadline
+    /// is not surely ahead by the coarse clock (`clock.rs`): a P whose timers are all far off
+    /// pays ~7 ns a round for them, not ~24.
     pub(crate) fn check_timers(&self, pid: usize) -> (u64, bool) {
-        if self.allp[pid].timer0_when.load(SeqCst) == 0 {
+        let first = self.allp[pid].timer0_when.load(SeqCst);
+        if first == 0 || self.clock.surely_ahead(first) {
             return (0, false);
         }
         let now = self.now_nanos();
@@ -98,6 +99,50 @@ impl Shared {
             // Some M must fold the new deadline into its parking time: start a spinner if none
             // is looking (it checks every P's timers, then parks until the earliest one).
             self.wakep(super::idle::WakeFrom::Other);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::Poll;
+    use std::time::Duration;
+
+    /// A P whose only timer is an hour off: `check_timers` fires nothing and, on Linux, reads no
+    /// precise clock (returns 0). Once a registered deadline has come, the clock is read and
+    /// that timer fires.
+    #[test]
+    fn a_far_timer_costs_no_precise_read_and_a_due_one_still_fires() {
+        let rt = crate::Runtime::builder().procs(1).build().unwrap();
+        let (far_read, near) = rt.block_on(async {
+            crate::spawn(async {
+                let mut far = pin!(crate::time::sleep(Duration::from_secs(3600)));
+                std::future::poll_fn(|cx| Poll::Ready(far.as_mut().poll(cx).is_pending())).await;
+                let check = || with_current(|c| c.map(|c| c.shared.check_timers(c.pid.get())).unwrap());
+                let far_read = check();
+                // A near timer, registered (its first poll finds it ahead), then let its
+                // deadline pass (spinning on the clock, not sleeping: no timer involved).
+                let deadline = std::time::Instant::now() + Duration::from_millis(1);
+                let mut due = pin!(crate::time::sleep_until(deadline));
+                let first = std::future::poll_fn(|cx| Poll::Ready(due.as_mut().poll(cx).is_ready())).await;
+                while std::time::Instant::now() < deadline {
+                    std::hint::spin_loop();
+                }
+                let near = if first { None } else { Some(check()) };
+                (far_read, near)
+            })
+            .await
+            .unwrap()
+        });
+        assert!(!far_read.1, "an hour-off timer fired");
+        if cfg!(target_os = "linux") {
+            assert_eq!(far_read.0, 0, "an hour-off timer made the round read the precise clock");
+        }
+        if let Some((read, fired)) = near {
+            assert!(read > 0 && fired, "a due timer: the clock is read ({read}) and it fires ({fired})");
         }
     }
 }

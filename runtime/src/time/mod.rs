@@ -24,12 +24,15 @@
 //! It may fire late by however long the M that should run it is busy: futures cannot be
 //! preempted (see the crate docs).
 //!
-//! Clock reads: an M reads the clock once per scheduling round, and only while its P has
-//! timers (Go's `checkTimers`), and keeps the reading for the round (`Context::round_now`).
-//! A `Sleep`'s first poll compares its deadline with that reading, never ahead of the clock,
-//! and reads the clock itself only for a deadline within `FRESH_NS` (1 ms) of it; a registered
-//! `Sleep` is done when its M has fired it and reads no clock at all. So arming a timer on an
-//! M (hyper does for every request) costs no clock read of its own.
+//! Clock reads: an M checks its P's timers once per scheduling round, and reads the precise
+//! clock only when the P's earliest deadline is not surely ahead by the coarse clock (~7 ns
+//! against ~24 for a precise read; `sched/clock.rs`, which also proves the gate never lets a
+//! timer fire early). It keeps a reading for the round (`Context::round_now`). A `Sleep`'s first
+//! poll finds its deadline passed by that reading, or surely ahead by the coarse clock, and
+//! reads the clock itself only for a deadline within two kernel ticks; a registered `Sleep` is
+//! done when its M has fired it and reads no clock at all. So a far timer pending on a P costs
+//! its rounds ~7 ns each, and arming one on an M (hyper does for every request) costs no precise
+//! clock read of its own.
 //!
 //! A deadline past the end of time is "never", as in Go and tokio: `sleep(Duration::MAX)`,
 //! `timeout(Duration::MAX, f)` or an `interval` whose next tick cannot be represented as an
@@ -275,15 +278,18 @@ impl Future for Sleep {
 }
 
 /// Whether a deadline at `when` (runtime nanoseconds) has passed, read by the task on `c`'s
-/// thread: against the clock its M read this round (`Context::round_now`), which is never
-/// ahead of the clock, so "passed" is never early. A deadline past that reading by more than
-/// [`FRESH_NS`] is taken as not passed without reading the clock again; otherwise (or off an
-/// M, or when the round has read no clock yet) the clock is read, and kept as the round's.
+/// thread. At or before the clock its M read this round (`Context::round_now`, never ahead of
+/// the clock): passed, with no read. Surely ahead by the coarse clock (`sched/clock.rs`): not
+/// passed, with no precise read (hyper's 30-s header timer, armed for every request). Otherwise
+/// the clock is read, and on an M kept as the round's.
 fn deadline_passed(c: &crate::sched::context::Context, when: u64) -> bool {
     let on_m = c.pid.get() != usize::MAX;
     let seen = if on_m { c.round_now.get() } else { 0 };
-    if seen != 0 && (when <= seen || when - seen > FRESH_NS) {
-        return when <= seen;
+    if seen != 0 && when <= seen {
+        return true;
+    }
+    if c.shared.clock.surely_ahead(when) {
+        return false;
     }
     let now = c.shared.now_nanos();
     if on_m {
@@ -291,15 +297,6 @@ fn deadline_passed(c: &crate::sched::context::Context, when: u64) -> bool {
     }
     when <= now
 }
-
-/// How far past the round's clock reading a deadline may be before a `Sleep`'s first poll
-/// reads the clock to see whether it has passed: 1 ms. A round is one poll of one task, which
-/// the cooperative budget keeps to microseconds, so a deadline 1 ms past its start has almost
-/// never passed yet, and registering it costs no clock read (hyper's 30-s header timer, armed
-/// for every request). When a round did run that long, the deadline fires at the P's next
-/// round: late by that one overlong round, never early. Nearer deadlines (`sleep(ZERO)`, a
-/// `sleep_until` of a time just past) read the clock and complete at once, as before.
-const FRESH_NS: u64 = 1_000_000;
 
 impl Drop for Sleep {
     fn drop(&mut self) {
@@ -442,24 +439,29 @@ mod tests {
     use super::*;
     use crate::sched::context::Context as SchedContext;
 
-    /// `deadline_passed` answers from the round's reading when it can (at or before it: passed;
-    /// more than `FRESH_NS` past it: not yet), reads the clock otherwise, and keeps that
-    /// reading as the round's only on an M.
+    /// `deadline_passed` answers from the round's reading (at or before it: passed) or the
+    /// coarse gate (a minute off: not yet) when it can, reads the clock otherwise, and keeps
+    /// that reading as the round's only on an M.
     #[test]
-    fn first_poll_reads_the_clock_only_near_the_rounds_reading() {
+    fn first_poll_reads_the_clock_only_when_neither_reading_nor_gate_answers() {
         let rt = crate::Runtime::builder().procs(1).build().unwrap();
         let shared = rt.block_on(async { with_current(|c| c.expect("in block_on").shared.clone()) });
+        let minute = 60_000_000_000;
 
         let m = SchedContext::new(shared.clone(), 0);
         m.pid.set(0); // as the M holding P 0, whose round read the clock at 1 ns
         m.round_now.set(1);
         assert!(deadline_passed(&m, 1), "at the reading: passed");
-        assert!(!deadline_passed(&m, 2 + FRESH_NS), "far past the reading: not yet, unread");
-        assert_eq!(m.round_now.get(), 1, "neither read the clock");
+        assert_eq!(m.round_now.get(), 1, "answered from the reading");
+        let far = shared.now_nanos() + minute;
+        assert!(!deadline_passed(&m, far), "a minute off: not yet");
+        if cfg!(target_os = "linux") {
+            assert_eq!(m.round_now.get(), 1, "the coarse gate answered: no precise read");
+        }
         assert!(deadline_passed(&m, 2), "near the reading: the clock, read, has passed 2 ns");
         let read = m.round_now.get();
         assert!(read > 1, "the reading is kept as the round's");
-        assert!(!deadline_passed(&m, read + 2 * FRESH_NS));
+        assert!(deadline_passed(&m, read), "at the kept reading: passed");
         assert_eq!(m.round_now.get(), read, "answered from the kept reading");
 
         let off_m = SchedContext::new(shared, usize::MAX); // `block_on`'s thread: no rounds

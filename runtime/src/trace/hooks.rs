@@ -119,7 +119,7 @@ impl Shared {
     /// Trace-clock ns now (the runtime's epoch is the recorder's when tracing).
     #[inline]
     fn clock(&self) -> u64 {
-        self.epoch.elapsed().as_nanos() as u64
+        self.clock.now_nanos()
     }
 
     /// `header`'s task became runnable (spawn or wake): stamp it (sampled when not tracing)
