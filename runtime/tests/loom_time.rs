@@ -8,7 +8,14 @@
 //! * one of two `Sleep`s on the same heap cancelled while the other fires: the survivor is woken
 //!   exactly once and then completes, the cancelled one at most once, the heap ends empty;
 //! * a `Sleep` re-polled while (or after) another thread fires it: no lost wake-up (a `Pending`
-//!   re-poll is always followed by the wake), and a poll after the wake is `Ready`.
+//!   re-poll is always followed by the wake), and a poll after the wake is `Ready`. With the
+//!   same waker the re-poll takes the lock-free fast path (`fired` and the waker slot read
+//!   without the heap lock: `time/heap.rs`); with a new waker (the task moved under a
+//!   combinator that wraps it) it takes the lock to store it, and then the *new* waker is the
+//!   one woken.
+//!
+//! The fast path's unlocked read of the waker slot races only the firer's read of it (a clone):
+//! loom's `UnsafeCell` tracking checks that no interleaving pairs it with a write.
 //!
 //! The model threads play the Ms through `gmprt_runtime::loom_hooks` (no M threads). Sleeps are
 //! registered from a context with no P (as in `block_on`: on P 0's heap) with a deadline an hour
@@ -164,6 +171,41 @@ fn repoll_after_fire_is_ready() {
             assert_eq!(poll(&s, &mut sl, &waker), Poll::Ready(()), "woken but not ready");
         }
         assert_eq!(s.timers(), 0);
+        drop(sl);
+        assert_eq!(s.timers(), 0);
+        assert_eq!(s.timer0_when(0), 0);
+    });
+    assert!(was_seen(&READY) && was_seen(&PENDING), "loom missed a side of the race");
+}
+
+/// Model 4: as model 3, but the re-poll comes with a new waker. If it returns `Pending`, the
+/// new waker must be woken (the old one may have been, by a fire that came first); a poll after
+/// that is `Ready`. Either way the old waker is woken at most once and the new one at most once.
+#[test]
+fn repoll_with_new_waker_racing_fire() {
+    static READY: AtomicBool = AtomicBool::new(false);
+    static PENDING: AtomicBool = AtomicBool::new(false);
+    loom::model(|| {
+        let (s, _ps) = Scheduler::new(1);
+        let s = Arc::new(s);
+        let (old_count, old) = counter();
+        let (new_count, new) = counter();
+        let mut sl = registered(&s, &old);
+
+        let firer = {
+            let s = s.clone();
+            thread::spawn(move || s.run_timers_at(0, u64::MAX))
+        };
+        let second = poll(&s, &mut sl, &new);
+        assert!(firer.join().unwrap(), "the timer did not fire");
+
+        let (o, n) = (wakes(&old_count), wakes(&new_count));
+        assert_eq!(o + n, 1, "woken old {o} + new {n} times: exactly one wake per fire");
+        if second.is_pending() {
+            assert_eq!(n, 1, "pending with the new waker, but the new waker was not woken");
+            assert_eq!(poll(&s, &mut sl, &new), Poll::Ready(()), "woken but not ready");
+        }
+        seen(if second.is_ready() { &READY } else { &PENDING });
         drop(sl);
         assert_eq!(s.timers(), 0);
         assert_eq!(s.timer0_when(0), 0);

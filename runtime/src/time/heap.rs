@@ -3,40 +3,61 @@
 //! # Protocol
 //! A [`TimerNode`] lives inside a pinned `Sleep` future (so inside the sleeping task's cell: no
 //! allocation per timer). While it is registered, P `p`'s heap holds a pointer to it, and every
-//! access to the node's fields — by its owner (`Sleep::poll`, `Sleep::drop`) or by the M that
-//! fires it — happens **under that P's heap lock**. The node records its heap index (updated
-//! by every sift, under the lock), so the owner can remove it in O(log n) when dropped: a
-//! cancelled sleep frees its heap slot at once, never later (Go's pre-1.14 leak of stopped
-//! timers, and its later lazy `deletedTimers` clean-up, are not needed).
+//! write to the node — by its owner (`Sleep::poll`, `Sleep::drop`) or by the M that fires it —
+//! happens **under that P's heap lock**. The node records its heap index (updated by every
+//! sift, under the lock), so the owner can remove it in O(log n) when dropped: a cancelled
+//! sleep frees its heap slot at once, never later (Go's pre-1.14 leak of stopped timers, and
+//! its later lazy `deletedTimers` clean-up, are not needed).
 //!
-//! Firing (`run_expired`): under the lock, pop every node whose `when <= now`, mark it fired
-//! and take its waker; after unlocking, wake them. A woken task then finds `fired` (or its
-//! deadline passed) and completes. `timer0_when` (in `PShared`) mirrors the heap's earliest
-//! deadline (0: empty) so Ms check it with one load and read the clock only when it is due.
+//! Firing (`run_expired`): under the lock, pop every node whose `when <= now`, set its `fired`
+//! flag and clone its waker; after unlocking, wake the clones. A woken task then finds `fired`
+//! and completes.
+//!
+//! One read happens without the lock: the owner's re-poll of a registered, unfired node
+//! (`Sleep::poll`'s fast path) loads `fired` and reads the waker slot, and returns `Pending`
+//! if the slot's waker wakes the task polling now. This is sound because only the owner ever
+//! writes the waker slot (registering, replacing or clearing it, always under the lock); the
+//! firing M only reads it, to clone it, so the owner's unlocked read races no write. And it
+//! loses no wake-up: a fire that the load does not see clones the waker the owner just compared
+//! and wakes it. So a task stolen to another P polls its pending `Sleep` without writing the
+//! line of the lock that the registering P's M uses (loom: `tests/loom_time.rs`). The deadline
+//! it records as the task's wait reason is the node's `when`, which only the owner writes, at
+//! registration: an atomic, so the owner reads it without the lock too.
+//!
+//! `timer0_when` (in `PShared`) mirrors the heap's earliest deadline (0: empty) so Ms check it
+//! with one load and read the clock only when it is due.
 //!
 //! Why 4-ary: as Go's `siftupTimer`/`siftdownTimer` (since 1.10), a shallower tree than a
 //! binary heap — fewer cache lines touched per sift for the large heaps 1M sleepers make.
 
 use crate::loom::cell::UnsafeCell;
+use crate::loom::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::Release};
 use std::ptr::NonNull;
 use std::task::Waker;
 
 /// Not in a heap.
 pub(crate) const NO_INDEX: usize = usize::MAX;
 
-/// A timer's state. Access rules: see the module doc (under its P's heap lock once registered).
+/// A timer's state. Access rules: see the module doc (written under its P's heap lock once
+/// registered; the owner's unlocked reads of `fired` and `waker` are the one exception).
 pub(crate) struct TimerNode {
+    /// Deadline in runtime nanoseconds (`Shared::nanos`), never 0. Written only by the owner,
+    /// under the lock, before the node is pushed (the heap copies it into its slot then);
+    /// `Relaxed`: the lock orders it for the heap, and the owner reads its own write.
+    pub(crate) when: AtomicU64,
+    /// The heap's bookkeeping: only under the heap lock.
     pub(crate) inner: UnsafeCell<NodeInner>,
+    /// Set by the firing M (`Release`, under the lock); cleared by the owner under the lock
+    /// when it unlinks the node.
+    pub(crate) fired: AtomicBool,
+    /// The owner's waker: written only by the owner, under the lock; read by the firing M under
+    /// the lock (to clone it) and by the owner without it (its own write: see the module doc).
+    pub(crate) waker: UnsafeCell<Option<Waker>>,
 }
 
 pub(crate) struct NodeInner {
-    /// Deadline in runtime nanoseconds (`Shared::nanos`), never 0.
-    pub(crate) when: u64,
     /// Index in the heap, or `NO_INDEX`.
     pub(crate) index: usize,
-    /// Set by the firing M.
-    pub(crate) fired: bool,
-    pub(crate) waker: Option<Waker>,
 }
 
 // SAFETY: the node is shared between its owner and the firing M only under the heap lock.
@@ -46,7 +67,12 @@ unsafe impl Sync for TimerNode {}
 
 impl TimerNode {
     pub(crate) fn new(when: u64) -> Self {
-        TimerNode { inner: UnsafeCell::new(NodeInner { when, index: NO_INDEX, fired: false, waker: None }) }
+        TimerNode {
+            when: AtomicU64::new(when),
+            inner: UnsafeCell::new(NodeInner { index: NO_INDEX }),
+            fired: AtomicBool::new(false),
+            waker: UnsafeCell::new(None),
+        }
     }
 }
 
@@ -115,8 +141,8 @@ impl TimerHeap {
     /// # Safety
     /// `node` must stay valid until it is removed or fired (its owner's drop removes it).
     pub(crate) unsafe fn push(&mut self, node: NonNull<TimerNode>) {
-        // SAFETY: valid per the contract; under the lock.
-        let when = unsafe { node.as_ref() }.inner.with(|n| unsafe { (*n).when });
+        // SAFETY: valid per the contract.
+        let when = unsafe { node.as_ref() }.when.load(Relaxed);
         self.slots.push((when, node));
         let i = self.slots.len() - 1;
         self.sift_up(i);
@@ -147,20 +173,23 @@ impl TimerHeap {
         (i != NO_INDEX).then_some(i)
     }
 
-    /// Pops every node due at `now`, marks it fired and collects its waker.
+    /// Pops every node due at `now`, marks it fired and collects a clone of its waker (the
+    /// slot keeps its own: only the owner writes it, see the module doc).
     pub(crate) fn run_expired(&mut self, now: u64, wakers: &mut Vec<Waker>) {
         while let Some(&(when, node)) = self.slots.first() {
             if when > now {
                 break;
             }
             self.remove(0);
-            // SAFETY: the node was registered (alive); under the lock.
-            unsafe { node.as_ref() }.inner.with_mut(|n| unsafe {
-                (*n).fired = true;
-                if let Some(w) = (*n).waker.take() {
-                    wakers.push(w);
-                }
-            });
+            // SAFETY: the node was registered, so it is alive until its owner takes it out of
+            // the heap under this lock.
+            let node = unsafe { node.as_ref() };
+            // Release: pairs with the owner's `Acquire` load in `Sleep::poll`'s fast path.
+            node.fired.store(true, Release);
+            // SAFETY: a read under the lock; the owner writes the slot only under it.
+            if let Some(w) = node.waker.with(|w| unsafe { (*w).clone() }) {
+                wakers.push(w);
+            }
         }
     }
 }
@@ -197,7 +226,7 @@ mod tests {
         }
         assert_eq!(order, vec![5, 10, 15, 20, 30, 50, 60, 70]);
         for (i, n) in nodes.iter().enumerate() {
-            let (fired, index) = with_node(n, |n| (n.fired, n.index));
+            let (fired, index) = (n.fired.load(Relaxed), with_node(n, |n| n.index));
             assert_eq!(fired, i != 2, "node {i}");
             assert_eq!(index, NO_INDEX);
         }
@@ -211,7 +240,9 @@ mod stress {
     fn check(h: &TimerHeap) {
         for (i, &(when, node)) in h.slots.iter().enumerate() {
             // SAFETY: test nodes outlive the heap.
-            let (nw, ni) = with_node(unsafe { node.as_ref() }, |n| (n.when, n.index));
+            // SAFETY: boxes outlive the heap.
+            let node = unsafe { node.as_ref() };
+            let (nw, ni) = (node.when.load(Relaxed), with_node(node, |n| n.index));
             assert_eq!(ni, i, "stale index");
             assert_eq!(nw, when);
             if i > 0 {
@@ -239,7 +270,7 @@ mod stress {
             match rnd() % 3 {
                 0 if idx == NO_INDEX => {
                     let w = rnd() % 1000 + 1;
-                    with_node(n, |x| x.when = w);
+                    n.when.store(w, Relaxed);
                     // SAFETY: boxes outlive the heap.
                     unsafe { h.push(NonNull::from(&**n)) };
                 }

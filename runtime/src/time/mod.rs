@@ -40,7 +40,7 @@
 //! fire it, so it costs nothing but its task, which parks until woken otherwise or cancelled.
 //! A representable deadline beyond the runtime clock's 584-year range saturates there.
 //!
-//! Memory: a sleeping task costs its cell (72-byte header + the future, whose `Sleep` is ~64
+//! Memory: a sleeping task costs its cell (72-byte header + the future, whose `Sleep` is 72
 //! bytes) plus a 16-byte heap slot. Dropping a `Sleep` (cancellation, or a `timeout` whose
 //! future finished first) removes its heap slot at once.
 
@@ -52,6 +52,7 @@ pub use timer::{after, after_func, Timer};
 pub(crate) use heap::TimerHeap;
 use heap::{TimerNode, NO_INDEX};
 
+use crate::loom::sync::atomic::Ordering::{Acquire, Relaxed};
 use crate::sched::context::with_current;
 use crate::sched::Shared;
 use std::future::Future;
@@ -177,11 +178,10 @@ impl Sleep {
             heap.remove(index);
             ps.set_timer0(heap.first_when());
         }
-        // SAFETY: under the heap lock; reset for a possible re-registration.
-        self.node.inner.with_mut(|n| unsafe {
-            (*n).fired = false;
-            (*n).waker.take()
-        })
+        // Reset for a possible re-registration (under the lock, as every write to the node).
+        self.node.fired.store(false, Relaxed);
+        // SAFETY: under the heap lock, by the owner: the slot's only writer.
+        self.node.waker.with_mut(|w| unsafe { (*w).take() })
     }
 
     /// Ends a registration after `unlink`: drops the waker outside the lock, as the firing M
@@ -208,10 +208,25 @@ impl Future for Sleep {
             // Registered: done once fired, with no clock read (the firing M read it: fired
             // means the clock passed `when`, which is `deadline` rounded up, so not early). A
             // deadline that has passed but not yet fired fires at its P's next round.
+            //
+            // Not fired, and the waker in the node wakes this poller: `Pending` without the
+            // heap lock (heap.rs, "One read happens without the lock"), so a task stolen to
+            // another P does not write the registering P's lock line at every poll. `Acquire`
+            // pairs with the firer's `Release`; a fire this load misses wakes the waker just
+            // compared (the firer clones the slot, which only this owner writes).
+            let current = this.node.waker.with(|w| {
+                // SAFETY: the owner's read of a slot that only the owner writes (under the
+                // lock); the firing M only reads it.
+                let slot = unsafe { &*w };
+                slot.as_ref().is_some_and(|w| w.will_wake(cx.waker()))
+            });
+            if current && !this.node.fired.load(Acquire) {
+                crate::task::wait::set(crate::task::wait::TIMER, 0, this.node.when.load(Relaxed));
+                return Poll::Pending;
+            }
             let ps = &reg.shared().allp[reg.p];
             let mut heap = ps.timers.lock();
-            // SAFETY: under the heap lock.
-            let fired = this.node.inner.with(|n| unsafe { (*n).fired });
+            let fired = this.node.fired.load(Acquire);
             if fired {
                 // Done: end the registration under this same lock (the node is out of the
                 // heap), so that the drop that follows the `Ready` takes no lock. It was
@@ -222,15 +237,15 @@ impl Future for Sleep {
                 Sleep::release(reg, waker);
                 return Poll::Ready(());
             }
-            // SAFETY: under the heap lock.
-            this.node.inner.with_mut(|n| unsafe {
-                match &(*n).waker {
-                    Some(w) if w.will_wake(cx.waker()) => {}
-                    _ => (*n).waker = Some(cx.waker().clone()),
+            // SAFETY: under the heap lock, by the owner (the slot's only writer).
+            this.node.waker.with_mut(|w| unsafe {
+                match &*w {
+                    Some(old) if old.will_wake(cx.waker()) => {}
+                    _ => *w = Some(cx.waker().clone()),
                 }
             });
             drop(heap);
-            crate::task::wait::set(crate::task::wait::TIMER, 0, reg.shared().nanos(deadline));
+            crate::task::wait::set(crate::task::wait::TIMER, 0, this.node.when.load(Relaxed));
             return Poll::Pending;
         }
         // First poll: done already if the deadline has passed; else register in the current
@@ -260,12 +275,11 @@ impl Future for Sleep {
         {
             let ps = &shared.allp[p];
             let mut heap = ps.timers.lock();
-            // SAFETY: not yet registered: we are the only user; the lock orders it for firers.
-            this.node.inner.with_mut(|n| unsafe {
-                (*n).when = when;
-                (*n).fired = false;
-                (*n).waker = Some(cx.waker().clone());
-            });
+            // Not yet registered: we are the only user; the lock orders these for firers.
+            this.node.when.store(when, Relaxed);
+            this.node.fired.store(false, Relaxed);
+            // SAFETY: as above; the owner is the slot's only writer.
+            this.node.waker.with_mut(|w| unsafe { *w = Some(cx.waker().clone()) });
             // SAFETY: the node is pinned in this future, which removes it in `drop`.
             unsafe { heap.push(NonNull::from(&this.node)) };
             ps.set_timer0(heap.first_when());
