@@ -8,8 +8,8 @@
 //! its `Sleep` future (no allocation per timer) and is registered, on first poll, in the heap of
 //! the P the task runs on (P 0 when polled outside an M, e.g. in `block_on`). Ms run expired
 //! timers:
-//! * every scheduling round, on their own P (one load of `timer0_when`; the clock is read only
-//!   when that P has timers);
+//! * every scheduling round, on their own P (one load of `timer0_when`; the precise clock is
+//!   read only when that P's earliest deadline is not surely ahead by the coarse clock);
 //! * before going idle, on every P (so a P whose M is stuck in a long poll still gets its timers
 //!   fired by others, as Go's `stealWork` does);
 //! * and an M that goes idle while timers are pending parks **until the earliest deadline**
