@@ -26,7 +26,8 @@ pub(crate) struct Context {
     pub(crate) wake_to_tail: Cell<bool>,
     /// The clock as this M last read it, in runtime nanoseconds (0: not read this round): set
     /// at the start of each scheduling round by `check_timers` (Go's `checkTimers` returns
-    /// its `now` for the same reuse), or by the round's first `Sleep` to need it. Never ahead
+    /// its `now` for the same reuse; 0 when the coarse clock spared it the read), or by the
+    /// round's first `Sleep` to need it. Never ahead
     /// of the clock, so a deadline at or before it has passed; `Sleep`'s first poll compares
     /// against it rather than reading the clock again (`time/mod.rs`). Only on Ms.
     pub(crate) round_now: Cell<u64>,
