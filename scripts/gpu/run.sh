@@ -404,7 +404,7 @@ stage_5_bench() {
     smallest) crit=() ;;  # criterion's test mode: every benchmark runs once
   esac
   step bench-scheduler 200 env BENCH_PROCS="$procs" "$BIN/bench-scheduler" "${crit[@]}"
-  crit_figures bench-scheduler 16
+  crit_figures bench-scheduler 20
   step bench-offload 150 env BENCH_PROCS="$procs" "$BIN/bench-offload" "${crit[@]}"
   crit_figures bench-offload 10
   if [ "$SCALE" = smallest ]; then
