@@ -150,6 +150,52 @@ fn interval_ticks_are_never_early_and_skip_missed_ones() {
     }
 }
 
+/// A deadline further off than the coarse clock's slack (two kernel ticks: 2-20 ms) fires on a
+/// P that never goes idle: the M's per-round check skips the precise clock while the coarse
+/// one says the deadline is surely ahead, and must read it once that is no longer sure
+/// (`runtime/src/sched/clock.rs`). One P, kept busy by a task that yields until the sleeper
+/// is done, so only that per-round check can fire the timer. The 30 s bound is a hang guard
+/// (a gate stuck at "ahead" never fires it), not a lateness limit.
+#[test]
+fn a_far_deadline_fires_on_a_p_that_never_idles() {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    let rt = rt(1);
+    let done = Arc::new(AtomicBool::new(false));
+    let d = Duration::from_millis(50);
+    let (slept, spun_out) = rt.block_on({
+        let done = done.clone();
+        async move {
+            let busy = gmprt::spawn({
+                let done = done.clone();
+                async move {
+                    let guard = Instant::now() + Duration::from_secs(30);
+                    while !done.load(SeqCst) {
+                        if Instant::now() > guard {
+                            return true;
+                        }
+                        gmprt::yield_now().await;
+                    }
+                    false
+                }
+            });
+            let sleeper = gmprt::spawn(async move {
+                let t0 = Instant::now();
+                sleep(d).await;
+                done.store(true, SeqCst);
+                t0.elapsed()
+            });
+            // The busy task first: if it gave up, the sleeper is left to the runtime's drop.
+            if busy.await.unwrap() {
+                return (None, true);
+            }
+            (Some(sleeper.await.unwrap()), false)
+        }
+    });
+    assert!(!spun_out, "a {d:?} sleep did not fire in 30 s on a busy P");
+    let slept = slept.expect("the sleeper finished");
+    assert!(slept >= d, "woke after {slept:?}, before its {d:?} deadline");
+}
+
 #[test]
 fn idle_runtime_wakes_for_a_timer_set_from_outside() {
     // Every M is parked; a sleep registered from block_on (no M) must still fire.

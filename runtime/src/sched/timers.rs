@@ -5,7 +5,8 @@
 //!   when the P has no timer; the precise clock is read only when its earliest deadline is not
 //!   surely ahead by the coarse clock, `clock.rs`).
 //! * [`Shared::run_all_timers`] — the same over every P, by an M about to go idle (a P whose M
-//!   is busy in a long poll still gets its timers fired).
+//!   is busy in a long poll still gets its timers fired), against one precise reading: the
+//!   backstop of the gated per-round check.
 //! * [`Shared::next_timer_when`] — the earliest deadline over all Ps: an idle M parks until then
 //!   (`stopm`), so sleeping tasks wake on time without any M spinning.
 //! * [`Shared::timer_added`] — a timer registered off an M (e.g. in `block_on`) wakes an M
@@ -79,11 +80,24 @@ impl Shared {
         fired
     }
 
-    /// Fires due timers on every P. Returns true if any fired.
+    /// Fires due timers on every P, by an M about to go idle. Returns true if any fired.
+    ///
+    /// Against the precise clock, read once for all Ps (and only if one has a timer), not
+    /// through the coarse gate: the idle path is the backstop of the per-round check, so a
+    /// deadline the gate misjudged (it cannot, by `clock.rs`'s proof, but the proof rests on
+    /// the kernel keeping its coarse clock within a tick) still fires once an M runs out of
+    /// work, and this agrees with the idle path's own precise "is a timer due" test, which
+    /// would otherwise send the M round again.
     pub(crate) fn run_all_timers(&self) -> bool {
         let mut fired = false;
+        let mut now = 0;
         for pid in 0..self.procs() {
-            fired |= self.check_timers(pid).1;
+            if self.allp[pid].timer0_when.load(SeqCst) != 0 {
+                if now == 0 {
+                    now = self.now_nanos();
+                }
+                fired |= self.run_timers_at(pid, now);
+            }
         }
         fired
     }
