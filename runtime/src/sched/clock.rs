@@ -31,6 +31,12 @@
 //! std documents), so `raw read − elapsed ≤ epoch_raw`. A slow pair of reads only lowers it,
 //! which makes the gate answer "no" more often, never wrongly "yes".
 //!
+//! Users: the per-round `Shared::check_timers` and a `Sleep`'s first poll (`time/mod.rs`).
+//! An M about to go idle fires every P's due timers against the precise clock instead
+//! (`Shared::run_all_timers`), the backstop: were the kernel's coarse clock ever more than two
+//! ticks behind, a deadline would fire late by no more than the time until some M runs out of
+//! work, and never early.
+//!
 //! Elsewhere (other systems, loom models) there is no gate: `surely_ahead` is always false and
 //! every check reads the precise clock, Go's rule.
 
