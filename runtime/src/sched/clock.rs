@@ -101,6 +101,11 @@ impl Coarse {
             return None;
         }
         let res = ts_nanos(&res);
+        // A tick of 0 or over 100 ms is no kernel's (HZ is 100-1000): no gate rather than a
+        // slack that may not cover the coarse clock's lag.
+        if res == 0 || res > 100_000_000 {
+            return None;
+        }
         // Read the raw clock before the epoch's elapsed time (see the module docs for why this
         // order bounds the epoch from below).
         let raw = raw_nanos(libc::CLOCK_MONOTONIC)?;
@@ -117,15 +122,16 @@ impl Coarse {
 }
 
 /// `CLOCK_MONOTONIC_COARSE` now, in nanoseconds (only called where `Coarse::new` succeeded).
+/// Should the call ever fail, `u64::MAX`: no deadline is then "surely ahead".
 #[cfg(all(target_os = "linux", not(loom)))]
 #[inline]
 fn coarse_raw_nanos() -> u64 {
-    raw_nanos(libc::CLOCK_MONOTONIC_COARSE).unwrap_or(0)
+    raw_nanos(libc::CLOCK_MONOTONIC_COARSE).unwrap_or(u64::MAX)
 }
 
 #[cfg(not(all(target_os = "linux", not(loom))))]
 fn coarse_raw_nanos() -> u64 {
-    0
+    u64::MAX
 }
 
 /// Clock `id` now, in nanoseconds; `None` if the system refuses it.
