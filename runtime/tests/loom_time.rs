@@ -145,51 +145,16 @@ fn cancel_one_while_other_fires() {
     });
 }
 
-/// Model 3: a registered `Sleep` re-polled concurrently with another thread firing it; if that
-/// poll is `Pending`, the wake must still come, and the poll after it is `Ready`.
-#[test]
-fn repoll_after_fire_is_ready() {
-    static READY: AtomicBool = AtomicBool::new(false);
-    static PENDING: AtomicBool = AtomicBool::new(false);
-    loom::model(|| {
-        let (s, _ps) = Scheduler::new(1);
-        let s = Arc::new(s);
-        let (count, waker) = counter();
-        let mut sl = registered(&s, &waker);
-
-        let firer = {
-            let s = s.clone();
-            thread::spawn(move || s.run_timers_at(0, u64::MAX))
-        };
-        let second = poll(&s, &mut sl, &waker);
-        assert!(firer.join().unwrap(), "the timer did not fire");
-
-        // Fired exactly once, whether before or after the second poll: no lost wake-up.
-        assert_eq!(wakes(&count), 1, "woken {} times", wakes(&count));
-        seen(if second.is_ready() { &READY } else { &PENDING });
-        if second.is_pending() {
-            assert_eq!(poll(&s, &mut sl, &waker), Poll::Ready(()), "woken but not ready");
-        }
-        assert_eq!(s.timers(), 0);
-        drop(sl);
-        assert_eq!(s.timers(), 0);
-        assert_eq!(s.timer0_when(0), 0);
-    });
-    assert!(was_seen(&READY) && was_seen(&PENDING), "loom missed a side of the race");
-}
-
-/// Model 4: as model 3, but the re-poll comes with a new waker. If it returns `Pending`, the
-/// new waker must be woken (the old one may have been, by a fire that came first); a poll after
-/// that is `Ready`. Either way the old waker is woken at most once and the new one at most once.
-#[test]
-fn repoll_with_new_waker_racing_fire() {
-    static READY: AtomicBool = AtomicBool::new(false);
-    static PENDING: AtomicBool = AtomicBool::new(false);
-    loom::model(|| {
+/// Models 3 and 4: a registered `Sleep` re-polled (with the waker it registered, or with a new
+/// one) concurrently with another thread firing it. Exactly one wake per fire, to one of the
+/// two wakers; if the re-poll is `Pending`, it is the re-poll's waker that was woken, and the
+/// poll after it is `Ready`. `ready`/`pending` record which sides of the race loom explored.
+fn repoll_racing_fire(same_waker: bool, ready: &'static AtomicBool, pending: &'static AtomicBool) {
+    loom::model(move || {
         let (s, _ps) = Scheduler::new(1);
         let s = Arc::new(s);
         let (old_count, old) = counter();
-        let (new_count, new) = counter();
+        let (new_count, new) = if same_waker { (old_count.clone(), old.clone()) } else { counter() };
         let mut sl = registered(&s, &old);
 
         let firer = {
@@ -199,16 +164,37 @@ fn repoll_with_new_waker_racing_fire() {
         let second = poll(&s, &mut sl, &new);
         assert!(firer.join().unwrap(), "the timer did not fire");
 
+        // Fired exactly once, whether before or after the second poll: no lost wake-up.
         let (o, n) = (wakes(&old_count), wakes(&new_count));
-        assert_eq!(o + n, 1, "woken old {o} + new {n} times: exactly one wake per fire");
+        let total = if same_waker { o } else { o + n };
+        assert_eq!(total, 1, "woken old {o} + new {n} times: exactly one wake per fire");
+        seen(if second.is_ready() { ready } else { pending });
         if second.is_pending() {
-            assert_eq!(n, 1, "pending with the new waker, but the new waker was not woken");
+            assert_eq!(n, 1, "pending with the re-poll's waker, but that waker was not woken");
             assert_eq!(poll(&s, &mut sl, &new), Poll::Ready(()), "woken but not ready");
         }
-        seen(if second.is_ready() { &READY } else { &PENDING });
+        assert_eq!(s.timers(), 0);
         drop(sl);
         assert_eq!(s.timers(), 0);
         assert_eq!(s.timer0_when(0), 0);
     });
-    assert!(was_seen(&READY) && was_seen(&PENDING), "loom missed a side of the race");
+    assert!(was_seen(ready) && was_seen(pending), "loom missed a side of the race");
+}
+
+/// Model 3: the re-poll comes with the waker the `Sleep` registered, so it takes the lock-free
+/// fast path (`fired` and the waker slot read without the heap lock).
+#[test]
+fn repoll_after_fire_is_ready() {
+    static READY: AtomicBool = AtomicBool::new(false);
+    static PENDING: AtomicBool = AtomicBool::new(false);
+    repoll_racing_fire(true, &READY, &PENDING);
+}
+
+/// Model 4: the re-poll comes with a new waker, so it takes the lock to store it; the old waker
+/// may have been woken by a fire that came first.
+#[test]
+fn repoll_with_new_waker_racing_fire() {
+    static READY: AtomicBool = AtomicBool::new(false);
+    static PENDING: AtomicBool = AtomicBool::new(false);
+    repoll_racing_fire(false, &READY, &PENDING);
 }
