@@ -39,5 +39,5 @@ if [ "${CMP_NET:-1}" != 0 ]; then
   done > "$OUT/net-echo.txt" 2>&1
 fi
 echo "== summary"; grep -E '^== |time:' "$OUT/select.txt" | grep -v '%' | head -80
-[ -f "$OUT/net-echo.txt" ] && grep -E 'echo +(round trips|p99)' "$OUT/net-echo.txt"
+[ -f "$OUT/net-echo.txt" ] && grep -E 'echo +(round trips|p99|server CPU|cores busy)' "$OUT/net-echo.txt"
 exit 0
