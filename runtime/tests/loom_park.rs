@@ -100,10 +100,13 @@ fn park_second_spawn_races_idle_path_procs1() {
 /// procs = 1. Two spawns race the idle path: while the M that ran A goes idle, the spawner
 /// submits B and then C without waiting. B's `startm` may find no parked M and leave its P
 /// to that M (idle.rs, step 5), which holds C's `wakep` back (step 6: `wake_deferred`); the
-/// M's look, or its `stopm`, must then see both. Each runs exactly once. (That the hold
-/// ends is not modelled here: a spawn D after the M parks again took this model past 6
-/// minutes. A clear that never happens hangs `tests/net_smoke.rs`, whose spawns then wait
-/// on an M blocked in `netpoll`.)
+/// M's look, or its `stopm`, must then see both. Each runs exactly once. A flag that is never
+/// cleared deadlocks this model (14 s to find at 2 preemptions), and hangs
+/// `tests/net_smoke.rs`, whose spawns then wait on an M blocked in `netpoll`. What it cannot
+/// tell is which clear ends the hold: with `pidleget`'s or `stopm`'s alone removed it passes,
+/// and so did a variant that spawns a D once the M may have parked again (71 s at one
+/// preemption, past 6 minutes at two): in these schedules the M that the deferral counted
+/// always either takes the P or parks, and either clear suffices.
 #[test]
 fn park_two_spawns_race_idle_path_procs1() {
     loom::model(|| {
