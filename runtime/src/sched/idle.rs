@@ -16,11 +16,14 @@
 //!    `nmspinning != 0` (a spinner will find it) return; otherwise CAS `nmspinning` 0 → 1, take
 //!    an idle P and hand it to an idle M (or a new thread) as a *spinning* M. A task put in an
 //!    empty `runnext` slot wakes nobody: the current M runs it as soon as the current poll
-//!    returns. A task that its own poll re-queues (a yield, a spent coop budget, a wake during
-//!    the poll) is in the same position, on the tail of its queue: that M is awake and reaches
-//!    it, so its `wakep` is only a hint for parallelism (`Shared::schedule`). It is sent only
-//!    when a plain read shows an idle P, and never for a task alone on its P: that is the M's
-//!    next task, which a woken M could only take from the M about to run it. With one P, a
+//!    returns. Any task that an M holding a P puts on that P's own queue (a spawn from a task,
+//!    a wake by a task, a task that its own poll re-queues: a yield, a spent coop budget) is in
+//!    the same position: that M is awake and reaches it, or a thief takes it first, so its
+//!    `wakep` is only a hint for parallelism ([`Shared::wakep_local`]): it runs only when plain
+//!    reads, without the fence, show an idle P and no spinner, as Go's `wakep` reads after
+//!    `runqput`. A re-queued task gets none when alone on its P (`Shared::schedule`): that is
+//!    the M's next task, which a woken M could only take from the M about to run it. The fence
+//!    is for work no awake M owns: the global queue (`inject`, `injectglist`). With one P, a
 //!    submitter that holds it sends no `wakep` at all (`Processor::runqput` reports nothing
 //!    stealable): no other P exists to be idle, and the task stays with the P, which its M
 //!    either reaches or, entering a syscall, hands off with the task in view (`handoffp`).
@@ -106,10 +109,12 @@
 //! * A task left out of the recheck — in a running P's `runnext` — is not stranded: the M
 //!   running that P is awake and runs it when its poll returns; if the poll runs long with
 //!   work queued, sysmon's `wakep` sends a spinner, which takes it after one back-off.
-//! * A task re-queued by its own poll, with no `wakep` (alone, or no idle P read), is in the
-//!   same position: the M that polled it is awake, and its own queue, which it looks at before
-//!   any idle path, holds it (unless a thief took it). The other tasks of that queue were
-//!   pushed with their own `wakep`.
+//! * A task an M put on its own P's queue (a spawn, a wake, a re-queue by its own poll) with
+//!   no fenced `wakep` (alone, or `wakep_local`'s plain reads showed no idle P or a spinner,
+//!   perhaps stale) is in the same position: that M is awake, and its own queue, which it
+//!   looks at before any idle path, holds it (unless a thief took it). Only parallelism can be
+//!   lost, and only until that M's current poll returns, or sysmon's `wakep` for a long poll
+//!   with work queued.
 //! * A `startm` that starts no thread (step 5) held `sched`, found `midle` empty and counted
 //!   `t - s ≥ procs` Ms (`t` started, `s` inside `syscall`, whose count rises before the P is
 //!   given up and falls after one is taken back). At most `procs - 1` of the other `t - s`
@@ -271,6 +276,19 @@ impl Shared {
             None
         } else {
             self.pidleget(s)
+        }
+    }
+
+    /// Step 1 for a task the caller's own P now holds (a spawn, or a wake, by the M holding
+    /// that P): that M is awake and reaches the task, so a wake-up is for parallelism only.
+    /// Plain reads decide whether one looks useful (an idle P and no spinner), and only then
+    /// the fenced [`Shared::wakep`] runs. A stale "no" costs a moment of parallelism, never the
+    /// task (module doc, step 1) — Go's `wakep` after `runqput` reads without a barrier too.
+    #[inline]
+    pub(crate) fn wakep_local(&self) {
+        // Relaxed: a hint, not the protocol's read; `wakep` reads both again after its fence.
+        if self.npidle.load(Relaxed) != 0 && self.nmspinning.load(Relaxed) == 0 {
+            self.wakep(WakeFrom::Submit);
         }
     }
 

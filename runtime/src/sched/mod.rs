@@ -326,7 +326,8 @@ impl Shared {
                         let stealable = p.runqput(self, task, next);
                         drop(guard);
                         if stealable {
-                            self.wakep(WakeFrom::Submit);
+                            // On our own P: this M reaches it (idle.rs, step 1).
+                            self.wakep_local();
                         }
                         return Ok(JoinHandle::new(raw));
                     }
@@ -357,20 +358,18 @@ impl Shared {
                 if let Ok(mut guard) = cx.p.try_borrow_mut() {
                     if let Some(p) = guard.as_mut() {
                         let next = !is_yield && !cx.wake_to_tail.get();
-                        // A task its own poll re-queues (a yield, a spent budget, a wake during
-                        // the poll) is this awake M's to run, so its wake is never needed for
-                        // liveness (idle.rs, step 1), only for parallelism: it is sent when an
-                        // idle P is seen (a plain read, no fence: a stale answer costs a moment
-                        // of parallelism, never a task) and the task is not alone on the P
-                        // (alone, it is the M's next task, which a woken M could only take
-                        // from the M about to run it).
+                        // On this awake M's own P, so its wake is never needed for liveness,
+                        // only for parallelism (idle.rs, step 1: `wakep_local`). A task its own
+                        // poll re-queues (a yield, a spent budget) gets none when alone on the P:
+                        // it is the M's next task, which a woken M could only take from the M
+                        // about to run it.
                         let wake = !is_yield
-                            || (self.npidle.load(Relaxed) != 0
-                                && !(p.runq.is_empty() && self.allp[p.id].runnext.load(Relaxed).is_null()));
+                            || !p.runq.is_empty()
+                            || !self.allp[p.id].runnext.load(Relaxed).is_null();
                         let stealable = p.runqput(self, task, next);
                         drop(guard);
                         if stealable && wake {
-                            self.wakep(WakeFrom::Submit);
+                            self.wakep_local();
                         }
                         return None;
                     }
