@@ -239,7 +239,6 @@ mod stress {
 
     fn check(h: &TimerHeap) {
         for (i, &(when, node)) in h.slots.iter().enumerate() {
-            // SAFETY: test nodes outlive the heap.
             // SAFETY: boxes outlive the heap.
             let node = unsafe { node.as_ref() };
             let (nw, ni) = (node.when.load(Relaxed), with_node(node, |n| n.index));
