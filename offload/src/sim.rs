@@ -356,10 +356,11 @@ impl Pacer for SimBackend {
         out_words: usize,
         phases: Phases,
     ) -> PhaseTimes {
-        if phases == Phases::ALL && job.streams_io() {
-            if let Some(kernel) = self.mapped_time(job.name(), n, 4.0 * (in_words + out_words) as f64) {
-                return PhaseTimes { kernel, ..PhaseTimes::default() };
-            }
+        if phases == Phases::ALL
+            && job.streams_io()
+            && let Some(kernel) = self.mapped_time(job.name(), n, 4.0 * (in_words + out_words) as f64)
+        {
+            return PhaseTimes { kernel, ..PhaseTimes::default() };
         }
         let mut target = PhaseTimes::default();
         if phases.h2d {

@@ -154,16 +154,28 @@ fn batcher_on_a_simulated_device_carries_paced_times() {
     assert!(b.report().to_string().contains("simulated from"));
 }
 
+/// `from_choice` reads GMPRT_PROFILE. The test runs itself again as a child process with the
+/// variable set in the child's environment: setting it here would change the environment while
+/// this binary's other tests (and the libraries they load) may be reading it.
 #[test]
 fn simulated_choice_with_a_bad_profile_path_names_the_path() {
-    // `from_choice` reads GMPRT_PROFILE; this is the only test in this binary that sets it.
-    std::env::set_var(gmprt_offload::PROFILE_ENV, "/nonexistent/gmprt-profile.json");
-    let r = Device::from_choice(Some("simulated"));
-    std::env::remove_var(gmprt_offload::PROFILE_ENV);
-    match r {
-        Err(e) => assert!(e.to_string().contains("/nonexistent/gmprt-profile.json"), "{e}"),
-        Ok(d) => panic!("loaded a missing profile: {d:?}"),
+    const NAME: &str = "simulated_choice_with_a_bad_profile_path_names_the_path";
+    const CHILD: &str = "GMPRT_TEST_SIM_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        match Device::from_choice(Some("simulated")) {
+            Err(e) => assert!(e.to_string().contains("/nonexistent/gmprt-profile.json"), "{e}"),
+            Ok(d) => panic!("loaded a missing profile: {d:?}"),
+        }
+        return;
     }
+    let out = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+        .args(["--exact", NAME, "--test-threads=1", "--nocapture"])
+        .env(CHILD, "1")
+        .env(gmprt_offload::PROFILE_ENV, "/nonexistent/gmprt-profile.json")
+        .output()
+        .expect("run this test binary as a child");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && text.contains("1 passed"), "the child failed ({}):\n{text}", out.status);
 }
 
 #[test]

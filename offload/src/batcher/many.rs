@@ -96,10 +96,10 @@ impl<K: BatchKernel> SubmitMany<K> {
             },
         };
         // Enter what fits now (so items are batched in call order, as `submit`'s).
-        if let ManyState::Running { shared, rest, pieces, ticket: None, submitted } = &mut f.state {
-            if let Err(e) = enter_fast(shared, None, rest, pieces, *submitted) {
-                f.state = ManyState::Failed(Some(e));
-            }
+        if let ManyState::Running { shared, rest, pieces, ticket: None, submitted } = &mut f.state
+            && let Err(e) = enter_fast(shared, None, rest, pieces, *submitted)
+        {
+            f.state = ManyState::Failed(Some(e));
         }
         f
     }

@@ -148,24 +148,24 @@ impl<K: BatchKernel> Future for Submit<K> {
                     // Popped by a worker (waiters leave in ticket order, so every ticket below
                     // `served` was popped): it holds a reservation, and enters without
                     // `central`.
-                    if let (Some(t), Some(_)) = (*ticket, item.as_ref()) {
-                        if t < shared.served.load(Ordering::Acquire) {
-                            match shared.enter_one(None, item, *submitted, true) {
-                                Ok((block, index)) => {
-                                    this.state = SubmitState::Accepted { block, index };
-                                    continue;
-                                }
-                                Err(EnterError::Refused(_)) => {
-                                    // A reservation is refused only once closed.
-                                    shared.rejected_closed.fetch_add(1, Ordering::Relaxed);
-                                    this.state = SubmitState::Done;
-                                    return Poll::Ready(Err(OffloadError::Closed));
-                                }
-                                Err(EnterError::Memory(e)) => {
-                                    shared.pass_reservation();
-                                    this.state = SubmitState::Done;
-                                    return Poll::Ready(Err(e));
-                                }
+                    if let (Some(t), Some(_)) = (*ticket, item.as_ref())
+                        && t < shared.served.load(Ordering::Acquire)
+                    {
+                        match shared.enter_one(None, item, *submitted, true) {
+                            Ok((block, index)) => {
+                                this.state = SubmitState::Accepted { block, index };
+                                continue;
+                            }
+                            Err(EnterError::Refused(_)) => {
+                                // A reservation is refused only once closed.
+                                shared.rejected_closed.fetch_add(1, Ordering::Relaxed);
+                                this.state = SubmitState::Done;
+                                return Poll::Ready(Err(OffloadError::Closed));
+                            }
+                            Err(EnterError::Memory(e)) => {
+                                shared.pass_reservation();
+                                this.state = SubmitState::Done;
+                                return Poll::Ready(Err(e));
                             }
                         }
                     }
@@ -245,7 +245,7 @@ impl<K: BatchKernel> Shared<K> {
         &self,
         c: &'c mut super::Central,
         n: usize,
-    ) -> impl Iterator<Item = Waker> + 'c {
+    ) -> impl Iterator<Item = Waker> + use<'c, K> {
         debug_assert!(n <= c.waiters.len());
         if let Some(&(t, _)) = n.checked_sub(1).and_then(|last| c.waiters.get(last)) {
             // Release: pairs with the Acquire loads in `poll` and `leave_queue`; the

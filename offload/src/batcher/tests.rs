@@ -112,10 +112,8 @@ impl Slot for ProbeSlot {
             }
             first
         });
-        if first {
-            if let Some(b) = &self.probe.barrier {
-                b.wait();
-            }
+        if first && let Some(b) = &self.probe.barrier {
+            b.wait();
         }
         let hook = self.probe.hook.lock().take();
         if let Some(hook) = hook {

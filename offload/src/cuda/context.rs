@@ -91,16 +91,20 @@ impl CudaBackend {
     /// use gmprt_offload::cuda::{probe, CudaBackend, SYNC_ENV};
     /// use gmprt_offload::OffloadError;
     ///
+    /// // A bad GMPRT_CUDA_SYNC is refused before any device is looked at.
+    /// // SAFETY: a doctest runs in its own process, and no thread has started in it yet (no
+    /// // device has been opened: a GPU's driver starts threads).
+    /// unsafe { std::env::set_var(SYNC_ENV, "often") };
+    /// match CudaBackend::new(0) {
+    ///     Err(OffloadError::Config(m)) => assert!(m.contains("got `often`"), "{m}"),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// // SAFETY: as above; the refusal opened no device.
+    /// unsafe { std::env::remove_var(SYNC_ENV) };
     /// match CudaBackend::new(0) {
     ///     Ok(gpu) => assert_eq!(gpu.ordinal(), 0),
     ///     // No GPU here (CI): the reason is probe's.
     ///     Err(e) => assert_eq!(e, OffloadError::NoDevice { reason: probe(0).unwrap_err() }),
-    /// }
-    /// // A bad GMPRT_CUDA_SYNC is refused before any device is looked at.
-    /// std::env::set_var(SYNC_ENV, "often");
-    /// match CudaBackend::new(0) {
-    ///     Err(OffloadError::Config(m)) => assert!(m.contains("got `often`"), "{m}"),
-    ///     other => panic!("{other:?}"),
     /// }
     /// ```
     pub fn new(ordinal: usize) -> Result<CudaBackend, OffloadError> {

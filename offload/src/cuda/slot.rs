@@ -131,14 +131,16 @@ pub const MAPPED_IO_ENV: &str = "GMPRT_CUDA_MAPPED_IO";
 /// ```
 /// use gmprt_offload::cuda::{mapped_io_from_env, MAPPED_IO_ENV};
 ///
-/// std::env::remove_var(MAPPED_IO_ENV);
+/// // SAFETY (every block below): a doctest runs in its own process, and this one starts no
+/// // thread.
+/// unsafe { std::env::remove_var(MAPPED_IO_ENV) };
 /// assert!(mapped_io_from_env().unwrap());
-/// std::env::set_var(MAPPED_IO_ENV, " OFF ");
+/// unsafe { std::env::set_var(MAPPED_IO_ENV, " OFF ") };
 /// assert!(!mapped_io_from_env().unwrap());
-/// std::env::set_var(MAPPED_IO_ENV, "sometimes");
+/// unsafe { std::env::set_var(MAPPED_IO_ENV, "sometimes") };
 /// let e = mapped_io_from_env().unwrap_err().to_string();
 /// assert!(e.contains("GMPRT_CUDA_MAPPED_IO must be `on` or `off`") && e.contains("got `sometimes`"), "{e}");
-/// std::env::remove_var(MAPPED_IO_ENV);
+/// unsafe { std::env::remove_var(MAPPED_IO_ENV) };
 /// ```
 pub fn mapped_io_from_env() -> Result<bool, OffloadError> {
     let got = match std::env::var(MAPPED_IO_ENV) {

@@ -117,11 +117,13 @@ impl SyncMode {
     /// ```
     /// use gmprt_offload::cuda::{SyncMode, SYNC_ENV};
     ///
-    /// std::env::remove_var(SYNC_ENV);
+    /// // SAFETY (every block below): a doctest runs in its own process, and this one starts
+    /// // no thread.
+    /// unsafe { std::env::remove_var(SYNC_ENV) };
     /// assert_eq!(SyncMode::from_env().unwrap(), SyncMode::Auto);
-    /// std::env::set_var(SYNC_ENV, "SPIN");
+    /// unsafe { std::env::set_var(SYNC_ENV, "SPIN") };
     /// assert_eq!(SyncMode::from_env().unwrap(), SyncMode::Spin);
-    /// std::env::set_var(SYNC_ENV, "sometimes");
+    /// unsafe { std::env::set_var(SYNC_ENV, "sometimes") };
     /// assert!(SyncMode::from_env().unwrap_err().to_string().contains("got `sometimes`"));
     /// ```
     pub fn from_env() -> Result<SyncMode, OffloadError> {

@@ -47,14 +47,16 @@ pub const DEVICE_ENV: &str = "GMPRT_DEVICE";
 /// let mut profile = DeviceProfile::published_h200();
 /// profile.device = "my GPU".into();
 /// profile.save(&path).unwrap();
-/// std::env::set_var(PROFILE_ENV, &path);
+/// // SAFETY (both blocks): a doctest runs in its own process, and no thread runs in this one
+/// // (a simulated device starts none).
+/// unsafe { std::env::set_var(PROFILE_ENV, &path) };
 /// let d = Device::from_choice(Some("simulated")).unwrap();
 /// std::fs::remove_file(&path).unwrap();
 /// assert_eq!(d.kind(), DeviceKind::Simulated);
 /// assert!(d.describe().starts_with("simulated from my GPU"), "{}", d.describe());
 ///
 /// // A profile that cannot be loaded is an error naming the path, not a silent default.
-/// std::env::set_var(PROFILE_ENV, "/no/such/profile.json");
+/// unsafe { std::env::set_var(PROFILE_ENV, "/no/such/profile.json") };
 /// let e = Device::from_choice(Some("simulated")).unwrap_err().to_string();
 /// assert!(e.contains("GMPRT_PROFILE=/no/such/profile.json"), "{e}");
 /// ```
@@ -171,11 +173,13 @@ impl Device {
     /// use gmprt_offload::device::DEVICE_ENV;
     /// use gmprt_offload::{Device, DeviceKind};
     ///
-    /// std::env::set_var(DEVICE_ENV, "host");
+    /// // SAFETY (both blocks): a doctest runs in its own process, and no thread runs in this
+    /// // one (a Host device starts none).
+    /// unsafe { std::env::set_var(DEVICE_ENV, "host") };
     /// let d = Device::detect().unwrap();
     /// assert_eq!((d.kind(), d.reason()), (DeviceKind::Host, Some("GMPRT_DEVICE=host")));
     ///
-    /// std::env::set_var(DEVICE_ENV, "tpu");
+    /// unsafe { std::env::set_var(DEVICE_ENV, "tpu") };
     /// let e = Device::detect().unwrap_err().to_string();
     /// assert!(e.contains("must be `host`, `cuda`, `simulated` or `auto`") && e.contains("`tpu`"), "{e}");
     /// ```
@@ -204,7 +208,9 @@ impl Device {
     ///
     /// assert_eq!(Device::from_choice(Some(" Host ")).unwrap().kind(), DeviceKind::Host);
     /// // Without GMPRT_PROFILE, `simulated` is the H200 measured on the first GPU run.
-    /// std::env::remove_var(PROFILE_ENV);
+    /// // SAFETY: a doctest runs in its own process, and no thread runs in this one yet (Host
+    /// // devices start none; `auto` below comes after).
+    /// unsafe { std::env::remove_var(PROFILE_ENV) };
     /// let sim = Device::from_choice(Some("simulated")).unwrap();
     /// assert!(sim.describe().starts_with("simulated from NVIDIA H200"), "{}", sim.describe());
     /// // `auto` with no usable GPU is Host with the reason, never an error.

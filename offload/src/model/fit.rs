@@ -217,10 +217,10 @@ impl LinFit {
                 .filter(|c| c.iter().all(|&k| pts[k - 1].x < pts[k].x)) // no cut between equal sizes
                 .map(|c| LinFit::piecewise(&pts, &c))
                 .min_by(|a, b| a.max_rel_err.total_cmp(&b.max_rel_err));
-            if let Some(c) = candidate {
-                if c.max_rel_err <= best.max_rel_err - MIN_GAIN {
-                    best = c;
-                }
+            if let Some(c) = candidate
+                && c.max_rel_err <= best.max_rel_err - MIN_GAIN
+            {
+                best = c;
             }
         }
         best
