@@ -92,6 +92,9 @@ struct Args {
     /// The p99 tick -> risk budget of --sweep, in µs
     #[arg(long, value_name = "US", default_value_t = 1000, value_parser = positive)]
     budget_us: usize,
+    /// Seconds of feed per --sweep step (a step sends at least 2,000 ticks whatever its rate)
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    sweep_secs: f64,
     /// Read the feed from this address (a `--serve-feed` process) [default: none, the feed is
     /// served here]
     #[arg(long, value_name = "ADDR")]
@@ -146,6 +149,9 @@ impl Cli for Args {
     fn check(&self) -> Result<(), String> {
         if !(self.delta_limit.is_finite() && self.delta_limit > 0.0) {
             return Err(format!("--delta-limit {}: must be a positive number of shares", self.delta_limit));
+        }
+        if !(self.sweep_secs.is_finite() && self.sweep_secs > 0.0) {
+            return Err(format!("--sweep-secs {}: must be a positive number of seconds", self.sweep_secs));
         }
         if !(0.0..=1.0).contains(&self.mc_share) {
             return Err(format!(

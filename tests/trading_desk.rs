@@ -189,6 +189,8 @@ fn bad_command_lines_say_what_was_wrong() {
         (&["--placement", "fpga"][..], "fpga"),
         (&["--delta-limit", "NaN"][..], "--delta-limit"),
         (&["--mc-share", "2"][..], "--mc-share"),
+        (&["--sweep", "--sweep-secs", "0"][..], "--sweep-secs"),
+        (&["--sweep-secs", "inf"][..], "--sweep-secs"),
         (&["--resident"][..], "--resident keeps the book on the device"),
         (&["--resident", "--placement", "cpu"][..], "needs --placement gpu"),
     ] {

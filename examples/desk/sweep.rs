@@ -7,8 +7,9 @@ use super::*;
 
 /// Rates from `--rate` doubling up to this many steps (at 4,000/s: up to 512,000/s).
 const SWEEP_STEPS: u32 = 8;
-/// Seconds of feed per sweep step (at least 2,000 ticks).
-const SWEEP_SECONDS: f64 = 1.0;
+/// The fewest ticks a sweep step sends (`--sweep-secs` of feed, at least this many): enough for
+/// a p99 to rest on 20 ticks.
+const SWEEP_MIN_TICKS: u64 = 2000;
 /// When even `--rate` misses the budget, halvings tried below it (at 4,000/s: down to 500/s,
 /// where a step's 2,000 ticks take 4 s): a slower machine still gets a rate, not a blank.
 const SWEEP_HALVINGS: u32 = 3;
@@ -37,7 +38,7 @@ pub(super) fn sweep(rt: &Runtime, desk: &Desk) -> Sweep {
         let start = desk.args.rate.max(1) as f64;
         let (mut rate, mut held) = (start, Vec::new());
         loop {
-            let ticks = ((rate * SWEEP_SECONDS) as u64).max(2000);
+            let ticks = ((rate * desk.args.sweep_secs) as u64).max(SWEEP_MIN_TICKS);
             let r = desk.run(rt, placement, rate, ticks, false).unwrap_or_else(|e| fail(NAME, e));
             let sustained = r.tick_to_risk.p99_us <= budget;
             steps.push(Step {
@@ -88,7 +89,7 @@ pub(super) fn sweep(rt: &Runtime, desk: &Desk) -> Sweep {
     let predicted_tick_us = predicted_us(per_tick);
     let predicted_burst_us = predicted_us(per_tick * BURST_LEN as f64);
     let half = (auto.max(desk.args.rate as f64) / 2.0).max(1.0);
-    let ticks = ((half * SWEEP_SECONDS) as u64).max(2000);
+    let ticks = ((half * desk.args.sweep_secs) as u64).max(SWEEP_MIN_TICKS);
     let r = desk.run(rt, Placement::Auto, half, ticks, false).unwrap_or_else(|e| fail(NAME, e));
     Sweep {
         budget_us: desk.args.budget_us,
