@@ -283,17 +283,9 @@ impl Shared {
     /// holding a P of this runtime, not borrowed.
     pub(crate) fn netpoll_ready_here(&self, ws: Vec<Waker>) {
         debug_assert!(self.current_pid().is_some(), "netpoll_ready_here off an M holding a P");
-        crate::sched::context::with_current(|cx| {
-            // To the tail, in event order: a batch through `runnext` would run the last
-            // first and push every earlier one back.
-            let prev = cx.map(|cx| cx.wake_to_tail.replace(true));
-            for w in ws {
-                w.wake();
-            }
-            if let (Some(cx), Some(prev)) = (cx, prev) {
-                cx.wake_to_tail.set(prev);
-            }
-        });
+        // To the tail, in event order: a batch through `runnext` would run the last first and
+        // push every earlier one back.
+        crate::sched::context::wake_all_to_tail(ws);
     }
 
     /// Step 2 of the module doc, for an M on the idle path that holds no P: true if it should

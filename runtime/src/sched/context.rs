@@ -21,8 +21,9 @@ pub(crate) struct Context {
     pub(crate) pid: Cell<usize>,
     /// M id, for traces (`usize::MAX` on non-M threads).
     pub(crate) mid: usize,
-    /// Set while this M wakes the tasks of fired timers: they go to the queue tail, in
-    /// deadline order, instead of `runnext` (which would run the last one first).
+    /// Set while this M wakes a batch in order ([`wake_all_to_tail`]: fired timers, a poll's
+    /// ready sockets): the tasks go to the queue tail instead of `runnext` (which would run the
+    /// last one first and push every earlier one back).
     pub(crate) wake_to_tail: Cell<bool>,
     /// The clock as this M last read it, in runtime nanoseconds (0: not read this round): set
     /// at the start of each scheduling round by `check_timers` (Go's `checkTimers` returns
@@ -67,6 +68,23 @@ impl Context {
 
 crate::loom::thread_local! {
     static CURRENT: Cell<*const Context> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Wakes `wakers` in order, each task to the tail of the current P's queue rather than its
+/// `runnext`, so they run in that order (fired timers in deadline order, a poll's ready
+/// sockets in event order). Any thread may call it; on one without a context (or a P) the
+/// wakes take their ordinary path. The flag is restored after, so a nested batch leaves it as
+/// it found it.
+pub(crate) fn wake_all_to_tail(wakers: impl IntoIterator<Item = std::task::Waker>) {
+    with_current(|cx| {
+        let prev = cx.map(|cx| cx.wake_to_tail.replace(true));
+        for w in wakers {
+            w.wake();
+        }
+        if let (Some(cx), Some(prev)) = (cx, prev) {
+            cx.wake_to_tail.set(prev);
+        }
+    });
 }
 
 /// Runs `f` with the current thread's context, if any.

@@ -15,7 +15,7 @@
 //!
 //! Clock: runtime nanoseconds since the epoch of `Shared::clock`, never 0 (0 means "no timer").
 
-use super::context::with_current;
+use super::context::wake_all_to_tail;
 use super::Shared;
 use crate::loom::sync::atomic::Ordering::SeqCst;
 use std::time::Instant;
@@ -64,15 +64,7 @@ impl Shared {
         // queue in deadline order: timers fire in order, and the tasks run in that order.
         let fired = !wakers.is_empty();
         let (t0, n) = (self.trace_timers_begin(), wakers.len());
-        with_current(|cx| {
-            let prev = cx.map(|cx| cx.wake_to_tail.replace(true));
-            for w in wakers {
-                w.wake();
-            }
-            if let (Some(cx), Some(prev)) = (cx, prev) {
-                cx.wake_to_tail.set(prev);
-            }
-        });
+        wake_all_to_tail(wakers);
         if fired {
             // A `timers` slice on this M's lane; the woken tasks' wake flows leave it.
             self.trace_timers_end(t0, n);
@@ -119,7 +111,7 @@ impl Shared {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::*;
+    use crate::sched::context::with_current;
     use std::future::Future;
     use std::pin::pin;
     use std::task::Poll;
